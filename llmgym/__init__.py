@@ -1,0 +1,56 @@
+"""llmgym: Gymnasium environments and verified rewards for post-training LLMs with RL.
+
+>>> import gymnasium as gym, llmgym
+>>> "llm/Math-v0" in llmgym.list_envs()
+True
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from llmgym import error
+from llmgym.checks import EnvContractTests, check_env
+from llmgym.core import Episode, LLMEnv, Turn
+from llmgym.registry import (
+    list_envs,
+    list_families,
+    load_plugins,
+    load_spec,
+    register,
+    register_task_env,
+)
+from llmgym.spaces import Text
+from llmgym.tasks import DatasetSource, Family, ProceduralSource, Subtask, Task, TaskSource
+
+try:
+    __version__ = _metadata.version("llmgym")
+except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+import llmgym.envs  # noqa: E402,F401  (registers the built-in envs under llm/)
+
+load_plugins()
+
+__all__ = [
+    "DatasetSource",
+    "EnvContractTests",
+    "Episode",
+    "Family",
+    "LLMEnv",
+    "ProceduralSource",
+    "Subtask",
+    "Task",
+    "TaskSource",
+    "Text",
+    "Turn",
+    "__version__",
+    "check_env",
+    "error",
+    "list_envs",
+    "list_families",
+    "load_plugins",
+    "load_spec",
+    "register",
+    "register_task_env",
+]

@@ -1,0 +1,191 @@
+"""check_env: Gymnasium's checker plus the LLM contract; EnvContractTests for plugin authors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+from llmgym import error
+from llmgym.core import LLMEnv
+
+GARBAGE_ACTIONS = ("", "asdf qwerty", "I don't know.", "\x00\ud800 ☃ " * 50, "}{)(][" * 20)
+
+
+class ContractViolation(error.Error, AssertionError):
+    """An environment breaks the llmgym environment contract."""
+
+
+def _expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise ContractViolation(message)
+
+
+def _unwrap(env: gym.Env[Any, Any]) -> LLMEnv:
+    base = env.unwrapped
+    _expect(isinstance(base, LLMEnv), f"Expects an llmgym.LLMEnv, actual: {type(base).__name__}")
+    assert isinstance(base, LLMEnv)
+    return base
+
+
+def _in_range(env: LLMEnv, reward: float, where: str) -> None:
+    lo, hi = env.reward_range
+    _expect(math.isfinite(reward), f"{where}: reward {reward!r} is not finite")
+    _expect(
+        lo - 1e-9 <= reward <= hi + 1e-9,
+        f"{where}: reward {reward} outside reward_range {env.reward_range}",
+    )
+
+
+def _play(env: LLMEnv, seed: int, policy: Any) -> tuple[float, list[float], dict[str, Any], str]:
+    obs, info = env.reset(seed=seed)
+    rewards: list[float] = []
+    for _ in range(10_000):
+        obs, reward, terminated, truncated, info = env.step(policy(env))
+        _expect(env.observation_space.contains(obs), "observation is not in the observation space")
+        _in_range(
+            env, float(reward), f"seed {seed}, task {env.episode.task.id if env.episode else '?'}"
+        )
+        rewards.append(float(reward))
+        if terminated or truncated:
+            break
+    return sum(rewards), rewards, info, obs
+
+
+def check_env(
+    env: gym.Env[Any, Any], *, seeds: tuple[int, ...] = (0, 1, 2), skip_gymnasium: bool = False
+) -> None:
+    """Check Gymnasium's contract and llmgym's; raises ContractViolation naming what failed.
+
+    LLM checks: ``reset(seed)`` is deterministic; secrets (gold answers, hidden tests) never
+    appear in observations or messages; rewards are finite and in ``reward_range``; the
+    oracle succeeds with full marks on single-step episodes; empty and garbage answers do
+    not succeed and score below the oracle; non-text actions and stepping a finished
+    episode raise clear errors; ``get_state``/``set_state`` replays exactly.
+    """
+    base = _unwrap(env)
+    if not skip_gymnasium:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gym_check_env(base, skip_render_check=True)
+
+    for seed in seeds:
+        obs_a, info_a = base.reset(seed=seed)
+        obs_b, info_b = base.reset(seed=seed)
+        _expect(
+            obs_a == obs_b and info_a["task_id"] == info_b["task_id"],
+            f"reset(seed={seed}) is not deterministic",
+        )
+        for key in (
+            "task_id",
+            "domain",
+            "family",
+            "difficulty",
+            "messages",
+            "tools",
+            "subtask",
+            "max_turns",
+        ):
+            _expect(key in info_a, f"reset info lacks {key!r}")
+        _expect(
+            base.observation_space.contains(obs_a),
+            "reset observation is not in the observation space",
+        )
+        assert base.episode is not None
+        secrets = base.secrets(base.episode.task)
+        shown = obs_a + "".join(str(m.get("content")) for m in info_a["messages"])
+        for secret in secrets:
+            _expect(
+                secret not in shown,
+                f"seed {seed}: a secret ({secret[:40]!r}...) appears in the prompt",
+            )
+
+        oracle_return, oracle_rewards, info, _ = _play(base, seed, lambda e: e.oracle_action())
+        _expect(
+            bool(info.get("is_success")),
+            f"seed {seed}: the oracle does not succeed ({info.get('feedback')!r})",
+        )
+        if len(oracle_rewards) == 1:
+            _expect(
+                abs(oracle_rewards[0] - base.reward_range[1]) < 1e-6,
+                f"seed {seed}: the oracle scores {oracle_rewards[0]}, not full marks {base.reward_range[1]}",
+            )
+        for garbage in GARBAGE_ACTIONS:
+            ret, _, info, obs = _play(base, seed, lambda e, g=garbage: g)
+            _expect(not info.get("is_success"), f"seed {seed}: garbage {garbage[:20]!r} succeeds")
+            _expect(
+                ret < oracle_return,
+                f"seed {seed}: garbage {garbage[:20]!r} scores as much as the oracle",
+            )
+            for secret in secrets:
+                text = obs + "".join(str(m.get("content")) for m in info["messages"])
+                _expect(secret not in text, f"seed {seed}: a secret leaks into the feedback")
+
+        # Misuse: stepping a finished episode, non-text actions.
+        try:
+            base.step("late")
+            raise ContractViolation("step() after the episode ended did not raise ResetNeeded")
+        except error.ResetNeeded:
+            pass
+        base.reset(seed=seed)
+        for bad in (None, 42, ["list"], {"content": 3}):
+            try:
+                base.step(bad)
+                raise ContractViolation(f"step({bad!r}) did not raise InvalidAction")
+            except gym.error.InvalidAction:
+                pass
+
+        # Snapshots: branch from the start twice and get the same step.
+        base.reset(seed=seed)
+        state = base.get_state()
+        first = base.step(base.oracle_action())
+        base.set_state(state)
+        second = base.step(base.oracle_action())
+        _expect(
+            first[:4] == second[:4],
+            f"seed {seed}: set_state(get_state()) does not replay the same step",
+        )
+
+
+class EnvContractTests:
+    """Pytest mixin: subclass it, set ``env_id`` (and ``env_kwargs``), and the contract is tested.
+
+    >>> class TestMyEnv(EnvContractTests):  # doctest: +SKIP
+    ...     env_id = "acme/Tickets-v0"
+    """
+
+    env_id: str = ""
+    env_kwargs: dict[str, Any] = {}
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+    def make_env(self) -> gym.Env[Any, Any]:
+        return gym.make(self.env_id, **self.env_kwargs)
+
+    def test_contract(self) -> None:
+        env = self.make_env()
+        try:
+            check_env(env, seeds=self.seeds)
+        finally:
+            env.close()
+
+    def test_step_before_reset(self) -> None:
+        env = self.make_env().unwrapped
+        try:
+            env.step("hello")
+        except gym.error.ResetNeeded:
+            return
+        finally:
+            env.close()
+        raise ContractViolation("step() before reset() did not raise ResetNeeded")
+
+    def test_replay_by_task_id(self) -> None:
+        env = self.make_env()
+        obs, info = env.reset(seed=self.seeds[0])
+        env.reset(seed=self.seeds[0] + 1000)
+        again, info2 = env.reset(options={"task_id": info["task_id"]})
+        env.close()
+        if again != obs or info2["task_id"] != info["task_id"]:
+            raise ContractViolation("reset(options={'task_id': ...}) does not replay the task")
