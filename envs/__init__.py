@@ -6,5 +6,14 @@ env is made. A behaviour change bumps the version suffix.
 
 from llmgym.registry import register
 
-# (the domain envs are registered here as they land)
+# --- math (envs/math/) ------------------------------------------------------------------------
+
+# --- coding (envs/coding/) --------------------------------------------------------------------
+
+# --- tool calling (envs/tools/) ---------------------------------------------------------------
+
+# --- long documents (envs/longdoc/) -----------------------------------------------------------
+
+# --- joint training (envs/mixture.py) ---------------------------------------------------------
+
 _ = register
