@@ -64,6 +64,7 @@ class Policy(ABC):
 
     def close(self) -> None:
         """Release servers, models and connections."""
+        return None
 
 
 class CallablePolicy(Policy):

@@ -1,8 +1,13 @@
 """llmgym: Gymnasium environments and verified rewards for post-training LLMs with RL.
 
 >>> import gymnasium as gym, llmgym
->>> "llm/Math-v0" in llmgym.list_envs()
-True
+>>> llmgym.register_task_env("demo/Capitals-v0", tasks=[{"id": "fr", "prompt": "Capital of France?",
+...     "answer": "Paris"}], verifier="exact", overwrite=True)
+'demo/Capitals-v0'
+>>> env = gym.make("demo/Capitals-v0")
+>>> observation, info = env.reset(seed=0)
+>>> env.step("Paris")[1]
+1.0
 """
 
 from __future__ import annotations
