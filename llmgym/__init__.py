@@ -22,6 +22,7 @@ from llmgym.registry import (
     list_families,
     load_plugins,
     load_spec,
+    make,
     register,
     register_task_env,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "list_families",
     "load_plugins",
     "load_spec",
+    "make",
     "register",
     "register_task_env",
 ]

@@ -17,6 +17,10 @@ class InvalidAction(Error, gym_error.InvalidAction):
     """The action is not an assistant message (a ``str`` or an OpenAI-style dict)."""
 
 
+class UnknownEnv(Error, gym_error.UnregisteredEnv):
+    """An env id that is not registered; the message carries Gymnasium's "did you mean"."""
+
+
 class InvalidTask(Error):
     """A task, subtask or dataset record is malformed."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 import warnings
 from collections.abc import Mapping
@@ -27,6 +28,24 @@ def register(
     _IDS.add(id)
 
 
+def make(id: str, **kwargs: Any) -> gym.Env[Any, Any]:
+    """``gymnasium.make`` whose unknown-id error is an :class:`llmgym.error.UnknownEnv`.
+
+    >>> make("llm/NoSuchEnv-v0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    llmgym.error.UnknownEnv: ...
+    """
+    try:
+        return gym.make(id, **kwargs)
+    except gym.error.UnregisteredEnv as e:
+        if isinstance(e, error.Error):
+            raise
+        raise error.UnknownEnv(
+            f"{e} Registered llmgym envs: {', '.join(list_envs()) or 'none'}"
+        ) from None
+
+
 def list_envs(namespace: str | None = None) -> list[str]:
     """The ids of llmgym envs (built-ins, plugins, declarative), optionally of one namespace."""
     ids = [i for i in _IDS if i in gym.registry]
@@ -45,7 +64,8 @@ def list_families(env_id: str, **kwargs: Any) -> list[str]:
 
 
 def load_plugins() -> dict[str, str | None]:
-    """Load the ``llmgym.envs`` entry points; a broken plugin warns and the others still load.
+    """Load the ``llmgym.envs`` entry points and the spec files in ``LLMGYM_SPECS``
+    (``os.pathsep``-separated); a broken plugin warns and the others still load.
 
     An entry point may name an env class (registered under the entry point's name, which
     must be an env id such as ``"acme/Tickets-v0"``), a function that registers envs, or a
@@ -69,6 +89,16 @@ def load_plugins() -> dict[str, str | None]:
                 RuntimeWarning,
                 stacklevel=2,
             )
+    for spec in filter(None, os.environ.get("LLMGYM_SPECS", "").split(os.pathsep)):
+        key = f"spec:{spec}"
+        if key in _PLUGINS:
+            continue
+        try:
+            load_spec(spec, overwrite=True)
+            _PLUGINS[key] = None
+        except Exception as e:
+            _PLUGINS[key] = f"{type(e).__name__}: {e}"
+            warnings.warn(f"LLMGYM_SPECS: {spec} was skipped: {e}", RuntimeWarning, stacklevel=2)
     return dict(_PLUGINS)
 
 

@@ -123,7 +123,10 @@ class Task:
         return _topological(self.subtasks, self.id)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A plain dict (lists, not tuples) that ``from_dict`` turns back into this task."""
+        data = asdict(self)
+        data["subtasks"] = [dict(s, depends_on=list(s["depends_on"])) for s in data["subtasks"]]
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)

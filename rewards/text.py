@@ -76,16 +76,22 @@ _NUMBER = re.compile(
 )
 
 
+_GROUP_SEP = re.compile(r"(?<=\d)[,\s\u2009\u00a0](?=\d{3}(?!\d))")
+
+
 def parse_number(text: str) -> Fraction | None:
     """An exact number from a string: integers with thousands separators, decimals,
     scientific notation and simple fractions. None if the text is not one number.
 
     >>> parse_number("1,234.5"), parse_number("-3/4"), parse_number("2e3"), parse_number("x")
     (Fraction(2469, 2), Fraction(-3, 4), Fraction(2000, 1), None)
+    >>> parse_number("1 000 000"), parse_number("1,2"), parse_number("4 4")
+    (Fraction(1000000, 1), None, None)
     """
-    s = text.strip().replace("\u2212", "-").replace(",", "").replace(" ", "")
+    s = text.strip().replace("\u2212", "-")
     if not s or len(s) > 400:
         return None
+    s = _GROUP_SEP.sub("", s).replace(" ", "") if "/" in s else _GROUP_SEP.sub("", s)
     try:
         if "/" in s:
             num, den = s.split("/", 1)
