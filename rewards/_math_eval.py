@@ -1,0 +1,817 @@
+"""Evaluate and compare parsed answers: exact rationals first, then high-precision numerics,
+then (rarely) sympy in a worker process.
+
+Scalars are compared in three tiers:
+
+1. exact: both sides evaluate in exact rational (or Gaussian-rational) arithmetic with bounded
+   sizes: ``0.5 == 1/2``, ``3+2i == 2i+3``, ``\\sqrt{16} == 4``; ``0.333 != 1/3``;
+2. numeric: constants evaluate with mpmath at 50+ significant digits (more when literals are
+   long), so ``2\\sqrt{2} == \\sqrt{8}`` but ``3.14 != \\pi`` and ``1.4142135623 != \\sqrt{2}``;
+3. identity testing: expressions with variables are evaluated at several pseudo-random
+   points (exact rationals when the expressions are rational functions, where agreement at
+   random points proves equality with overwhelming probability, else mpmath), and only when
+   that is inconclusive does sympy run, in a worker process under a real timeout.
+
+Numbers too large to evaluate (``10^{10^{10}}``, ``9^{9^{9^9}}``) are compared by structure
+after folding every sub-expression that can be evaluated, or by logarithm.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from llmgym.rewards._math_parse import Node
+
+MAX_BITS = 1 << 17
+"""Exact rationals larger than this (numerator plus denominator bits) switch to numerics."""
+MAX_FACTORIAL = 2000
+MAX_LOG2_MAGNITUDE = 1 << 40
+"""Numeric values with |log2(x)| beyond this are "too big": compared by structure only."""
+_SAMPLES = 5
+
+
+class NotExact(Exception):
+    """The value is not a rational (or Gaussian rational) we can compute exactly."""
+
+
+class TooBig(Exception):
+    """The value is too large to compute."""
+
+
+class Undefined(Exception):
+    """Division by zero, log of zero, and the like."""
+
+
+class NotScalar(Exception):
+    """The node is not a number (a set, an interval, infinity...)."""
+
+
+class HasSymbols(Exception):
+    """The node has free variables and no values were given."""
+
+
+@dataclass(frozen=True)
+class Options:
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
+    timeout_s: float = 2.0
+    deadline: float = math.inf
+    """``time.monotonic()`` after which no more symbolic work starts."""
+
+    @property
+    def tolerant(self) -> bool:
+        return self.rel_tol > 0 or self.abs_tol > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact arithmetic: Fraction, or GaussQ for complex rationals
+# ---------------------------------------------------------------------------------------------
+
+
+class GaussQ:
+    """A complex number with rational parts."""
+
+    __slots__ = ("re", "im")
+
+    def __init__(self, re: Fraction, im: Fraction) -> None:
+        self.re = re
+        self.im = im
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GaussQ):
+            return self.re == other.re and self.im == other.im
+        return False
+
+    def __hash__(self) -> int:
+        return hash((self.re, self.im))
+
+    def __repr__(self) -> str:
+        return f"GaussQ({self.re}, {self.im})"
+
+
+Exact = Fraction | GaussQ
+
+
+def _parts(x: Exact) -> tuple[Fraction, Fraction]:
+    return (x.re, x.im) if isinstance(x, GaussQ) else (x, Fraction(0))
+
+
+def _mk(re: Fraction, im: Fraction) -> Exact:
+    return re if im == 0 else GaussQ(re, im)
+
+
+def _check(x: Exact) -> Exact:
+    for part in _parts(x):
+        if part.numerator.bit_length() + part.denominator.bit_length() > MAX_BITS:
+            raise TooBig
+    return x
+
+
+def _add(a: Exact, b: Exact) -> Exact:
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return _check(a + b)
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    return _check(_mk(ar + br, ai + bi))
+
+
+def _mul2(a: Exact, b: Exact) -> Exact:
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return _check(a * b)
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    return _check(_mk(ar * br - ai * bi, ar * bi + ai * br))
+
+
+def _inv(a: Exact) -> Exact:
+    if isinstance(a, Fraction):
+        if a == 0:
+            raise Undefined
+        return 1 / a
+    d = a.re * a.re + a.im * a.im
+    return _check(_mk(a.re / d, -a.im / d))
+
+
+def _neg(a: Exact) -> Exact:
+    return -a if isinstance(a, Fraction) else GaussQ(-a.re, -a.im)
+
+
+def _bits(x: Exact) -> int:
+    return max(max(p.numerator.bit_length(), p.denominator.bit_length()) for p in _parts(x))
+
+
+def _ipow(a: Exact, k: int) -> Exact:
+    if k < 0:
+        return _inv(_ipow(a, -k))
+    if isinstance(a, Fraction):
+        if a in (0, 1, -1):
+            return a**k
+        if k * _bits(a) > MAX_BITS:
+            raise TooBig
+        return a**k
+    if k * (_bits(a) + 1) > MAX_BITS:
+        raise TooBig
+    result: Exact = Fraction(1)
+    base = a
+    while k:
+        if k & 1:
+            result = _mul2(result, base)
+        k >>= 1
+        if k:
+            base = _mul2(base, base)
+    return result
+
+
+def _iroot(n: int, q: int) -> int | None:
+    """The exact integer q-th root of n >= 0, or None."""
+    if n < 2:
+        return n
+    if q == 2:
+        r = math.isqrt(n)
+        return r if r * r == n else None
+    if n.bit_length() < 1000:
+        r = round(n ** (1.0 / q))
+    else:
+        r = 1 << -(-n.bit_length() // q)  # Newton from above
+        while True:
+            s = ((q - 1) * r + n // r ** (q - 1)) // q
+            if s >= r:
+                break
+            r = s
+    for c in (r - 1, r, r + 1):
+        if c >= 0 and c**q == n:
+            return c
+    return None
+
+
+def _rational_root(x: Fraction, q: int) -> Fraction:
+    if q > 64:
+        raise NotExact
+    n, d = _iroot(x.numerator, q), _iroot(x.denominator, q)
+    if n is None or d is None:
+        raise NotExact
+    return Fraction(n, d)
+
+
+def _pow(base: Exact, exp: Exact) -> Exact:
+    if not isinstance(exp, Fraction):
+        raise NotExact
+    if exp.denominator == 1:
+        k = int(exp)
+        if base == 0 and k < 0:
+            raise Undefined
+        if base == 0 and k == 0:
+            return Fraction(1)
+        if abs(k) > MAX_BITS and base not in (0, 1, -1):
+            raise TooBig
+        return _ipow(base, k)
+    if not isinstance(base, Fraction):
+        raise NotExact
+    p, q = exp.numerator, exp.denominator
+    if base >= 0:
+        return _ipow(_rational_root(base, q), p)
+    if q % 2 == 1:  # real odd root of a negative number
+        return _ipow(-_rational_root(-base, q), p)
+    if q == 2:
+        return _ipow(GaussQ(Fraction(0), _rational_root(-base, 2)), p)
+    raise NotExact
+
+
+def _as_int(x: Exact) -> int:
+    if isinstance(x, Fraction) and x.denominator == 1:
+        return int(x)
+    raise NotExact
+
+
+def _real(x: Exact) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    raise NotExact
+
+
+def _exact_fn(name: str, args: list[Exact]) -> Exact:
+    if name == "sqrt":
+        return _pow(args[0], Fraction(1, 2))
+    if name == "root":
+        n = _as_int(args[0])
+        if n <= 0:
+            raise Undefined if n == 0 else NotExact
+        return _pow(args[1], Fraction(1, n))
+    if name == "abs":
+        if isinstance(args[0], Fraction):
+            return abs(args[0])
+        re, im = _parts(args[0])
+        return _pow(re * re + im * im, Fraction(1, 2))
+    if name == "floor":
+        return Fraction(math.floor(_real(args[0])))
+    if name == "ceil":
+        return Fraction(math.ceil(_real(args[0])))
+    if name in ("fact", "fact2"):
+        n = _as_int(args[0])
+        if n < 0:
+            raise Undefined
+        if n > MAX_FACTORIAL:
+            raise TooBig
+        if name == "fact":
+            return Fraction(math.factorial(n))
+        return Fraction(math.prod(range(n, 0, -2)))
+    if name == "binom":
+        n, k = _as_int(args[0]), _as_int(args[1])
+        if n > 10 * MAX_FACTORIAL:
+            raise TooBig
+        if n < 0 or k < 0:
+            raise NotExact
+        return Fraction(math.comb(n, k))
+    if name in ("gcd", "lcm"):
+        ints = [_as_int(a) for a in args]
+        return Fraction(math.gcd(*ints) if name == "gcd" else math.lcm(*ints))
+    if name in ("max", "min"):
+        reals = [_real(a) for a in args]
+        return max(reals) if name == "max" else min(reals)
+    if name in ("sin", "tan", "arcsin", "arctan", "sinh", "tanh") and args[0] == 0:
+        return Fraction(0)
+    if name in ("cos", "cosh") and args[0] == 0:
+        return Fraction(1)
+    if name in ("ln", "log") and args[0] == 1:
+        return Fraction(0)
+    if name in ("ln", "log", "logb") and args[-1] == 0:
+        raise Undefined
+    raise NotExact
+
+
+def exact(node: Node, env: dict[str, Exact] | None = None) -> Exact:
+    """The exact value of a scalar node; raises NotExact/TooBig/Undefined/NotScalar/HasSymbols.
+
+    >>> from llmgym.rewards._math_parse import parse
+    >>> exact(parse(r"\\frac{3}{4} + 0.25")), exact(parse(r"\\sqrt[3]{-8}"))
+    (Fraction(1, 1), Fraction(-2, 1))
+    """
+    kind = node[0]
+    if kind == "num":
+        return node[1]  # type: ignore[no-any-return]
+    if kind == "add":
+        total: Exact = Fraction(0)
+        for t in node[1]:
+            total = _add(total, exact(t, env))
+        return total
+    if kind == "mul":
+        prod: Exact = Fraction(1)
+        for f in node[1]:
+            prod = _mul2(prod, exact(f, env))
+        return prod
+    if kind == "div":
+        return _mul2(exact(node[1], env), _inv(exact(node[2], env)))
+    if kind == "neg":
+        return _neg(exact(node[1], env))
+    if kind == "pow":
+        base = node[1]
+        if base == ("const", "e"):
+            if exact(node[2], env) == 0:
+                return Fraction(1)
+            raise NotExact
+        return _pow(exact(base, env), exact(node[2], env))
+    if kind == "sym":
+        if env is None or node[1] not in env:
+            raise HasSymbols
+        return env[node[1]]
+    if kind == "const":
+        if node[1] == "i":
+            return GaussQ(Fraction(0), Fraction(1))
+        raise NotExact
+    if kind == "fn":
+        return _exact_fn(node[1], [exact(a, env) for a in node[2]])
+    if kind == "based":
+        try:
+            return Fraction(int(node[1], node[2]))
+        except ValueError:
+            raise Undefined from None
+    raise NotScalar
+
+
+# ---------------------------------------------------------------------------------------------
+# Numeric evaluation (mpmath, lazily imported, one private context per thread)
+# ---------------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _ctx() -> Any:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        import mpmath
+
+        ctx = mpmath.MPContext()
+        _local.ctx = ctx
+    return ctx
+
+
+def _log2abs(ctx: Any, x: Any) -> Any:
+    return ctx.log(abs(x), 2) if x != 0 else -ctx.inf
+
+
+def _guard(ctx: Any, x: Any) -> Any:
+    if ctx.isnan(x):
+        raise Undefined
+    if ctx.isinf(x):
+        raise TooBig
+    if x != 0 and abs(_log2abs(ctx, x)) > MAX_LOG2_MAGNITUDE:
+        raise TooBig
+    return x
+
+
+def _npow(ctx: Any, base: Any, exp: Any, exact_exp: Fraction | None) -> Any:
+    if base == 0:
+        if exp == 0:
+            return ctx.mpf(1)
+        if ctx.re(exp) < 0:
+            raise Undefined
+        return ctx.mpf(0)
+    size = ctx.re(exp * ctx.log(base)) / ctx.ln2
+    if abs(size) > MAX_LOG2_MAGNITUDE:
+        raise TooBig
+    if exact_exp is not None and exact_exp.denominator % 2 == 1 and ctx.im(base) == 0:
+        b = ctx.re(base)
+        if b < 0:  # real odd root convention: (-8)^(1/3) = -2
+            mag = ctx.power(-b, ctx.mpf(exact_exp.numerator) / exact_exp.denominator)
+            return -mag if exact_exp.numerator % 2 else mag
+    return ctx.power(base, exp)
+
+
+def _try_exact_fraction(node: Node) -> Fraction | None:
+    try:
+        v = exact(node)
+    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ZeroDivisionError):
+        return None
+    return v if isinstance(v, Fraction) else None
+
+
+_TRIG = {
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "sec": "sec",
+    "csc": "csc",
+    "cot": "cot",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arcsec": "asec",
+    "arccsc": "acsc",
+    "arccot": "acot",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+}
+
+
+def numeric(node: Node, env: dict[str, Any] | None = None) -> Any:
+    """The value of a scalar node as an mpmath number at the current thread's precision."""
+    ctx = _ctx()
+    kind = node[0]
+    if kind == "num":
+        q: Fraction = node[1]
+        return ctx.mpf(q.numerator) / q.denominator if q.denominator != 1 else ctx.mpf(q.numerator)
+    if kind == "add":
+        return _guard(ctx, ctx.fsum(numeric(t, env) for t in node[1]))
+    if kind == "mul":
+        prod = ctx.mpf(1)
+        for f in node[1]:
+            prod = _guard(ctx, prod * numeric(f, env))
+        return prod
+    if kind == "div":
+        den = numeric(node[2], env)
+        if den == 0:
+            raise Undefined
+        return _guard(ctx, numeric(node[1], env) / den)
+    if kind == "neg":
+        return -numeric(node[1], env)
+    if kind == "pow":
+        exp_node = node[2]
+        exp = numeric(exp_node, env)
+        if node[1] == ("const", "e"):
+            if abs(ctx.re(exp)) > MAX_LOG2_MAGNITUDE:
+                raise TooBig
+            return _guard(ctx, ctx.exp(exp))
+        exact_exp = _try_exact_fraction(exp_node)
+        return _guard(ctx, _npow(ctx, numeric(node[1], env), exp, exact_exp))
+    if kind == "sym":
+        if env is None or node[1] not in env:
+            raise HasSymbols
+        return env[node[1]]
+    if kind == "const":
+        return {"pi": ctx.pi, "e": ctx.e, "i": ctx.mpc(0, 1)}[node[1]]
+    if kind == "based":
+        try:
+            return ctx.mpf(int(node[1], node[2]))
+        except ValueError:
+            raise Undefined from None
+    if kind == "fn":
+        return _guard(ctx, _numeric_fn(ctx, node, env))
+    raise NotScalar
+
+
+def _numeric_fn(ctx: Any, node: Node, env: dict[str, Any] | None) -> Any:
+    name = node[1]
+    args = [numeric(a, env) for a in node[2]]
+    x = args[-1]
+    try:
+        if name == "sqrt":
+            return ctx.sqrt(x)
+        if name == "root":
+            exact_n = _try_exact_fraction(node[2][0])
+            if args[0] == 0:
+                raise Undefined
+            return _npow(ctx, x, 1 / args[0], (1 / exact_n) if exact_n else None)
+        if name in _TRIG:
+            if abs(x) > 2**64:
+                raise TooBig
+            return getattr(ctx, _TRIG[name])(x)
+        if name in ("ln", "log"):
+            if x == 0:
+                raise Undefined
+            return ctx.ln(x)
+        if name == "logb":
+            if x == 0 or args[0] == 0 or args[0] == 1:
+                raise Undefined
+            return ctx.ln(x) / ctx.ln(args[0])
+        if name == "abs":
+            return abs(x)
+        if name in ("floor", "ceil"):
+            return getattr(ctx, name)(x)
+        if name in ("fact", "fact2"):
+            if ctx.re(x) > 1e15:
+                raise TooBig
+            if ctx.isint(x) and x < 0:
+                raise Undefined
+            return ctx.factorial(x) if name == "fact" else ctx.fac2(x)
+        if name == "binom":
+            if abs(args[0]) > 1e15:
+                raise TooBig
+            return ctx.binomial(args[0], args[1])
+        if name in ("max", "min"):
+            if any(ctx.im(a) != 0 for a in args):
+                raise Undefined
+            return max(args) if name == "max" else min(args)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise Undefined from None
+    raise NotExact  # gcd/lcm of non-integers
+
+
+def literal_digits(node: Node) -> int:
+    """The most significant digits written in any literal of ``node``."""
+    best = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] == "num":
+            best = max(best, n[2])
+            continue
+        for child in n[1:]:
+            if isinstance(child, tuple) and child:
+                if isinstance(child[0], str):
+                    stack.append(child)
+                else:
+                    stack.extend(
+                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
+                    )
+    return best
+
+
+def symbols(node: Node, out: set[str] | None = None) -> set[str]:
+    """The free variable names in ``node``."""
+    out = set() if out is None else out
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] == "sym":
+            out.add(n[1])
+            continue
+        for child in n[1:]:
+            if isinstance(child, tuple) and child:
+                if isinstance(child[0], str):
+                    stack.append(child)
+                else:
+                    stack.extend(
+                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
+                    )
+    return out
+
+
+def _contains(node: Node, kinds: set[str]) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] in kinds:
+            return True
+        for child in n[1:]:
+            if isinstance(child, tuple) and child:
+                if isinstance(child[0], str):
+                    stack.append(child)
+                else:
+                    stack.extend(
+                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
+                    )
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar equality
+# ---------------------------------------------------------------------------------------------
+
+
+def _close_exact(a: Exact, b: Exact, opts: Options) -> bool:
+    if a == b:
+        return True
+    if not opts.tolerant:
+        return False
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    diff = math.hypot(float(ar - br), float(ai - bi))
+    scale = max(math.hypot(float(ar), float(ai)), math.hypot(float(br), float(bi)))
+    return diff <= max(opts.rel_tol * scale, opts.abs_tol)
+
+
+def _close_numeric(ctx: Any, a: Any, b: Any, opts: Options, eps: Any) -> bool:
+    diff = abs(a - b)
+    scale = max(abs(a), abs(b))
+    if diff <= eps * scale or diff <= eps:
+        return True
+    if opts.tolerant:
+        return bool(diff <= max(opts.rel_tol * scale, opts.abs_tol))
+    return False
+
+
+def _signed_inf(node: Node) -> int | None:
+    if node[0] == "inf":
+        return int(node[1])
+    if node[0] == "neg" and node[1][0] == "inf":
+        return -int(node[1][1])
+    return None
+
+
+def fold(node: Node) -> Node:
+    """``node`` with every sub-expression that evaluates exactly (and small) replaced by its
+    value, and sums/products sorted: a canonical form for values too large to evaluate."""
+    kind = node[0]
+    if kind in ("num", "sym", "const", "inf", "based"):
+        return node
+    if kind in ("add", "mul", "div", "neg", "pow", "fn"):
+        try:
+            v = exact(node)
+            if isinstance(v, Fraction):
+                return ("num", v, 0)
+        except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ZeroDivisionError):
+            pass
+    if kind in ("add", "mul"):
+        return (kind, tuple(sorted((fold(c) for c in node[1]), key=repr)))
+    if kind in ("div", "neg", "pow"):
+        return (kind, *(fold(c) for c in node[1:]))
+    if kind == "fn":
+        return ("fn", node[1], tuple(fold(a) for a in node[2]))
+    return node
+
+
+def _log_value(ctx: Any, node: Node) -> Any:
+    """log(x) of a positive node built from products and powers, for numbers too big to hold."""
+    kind = node[0]
+    if kind == "pow":
+        return numeric(node[2]) * _log_value(ctx, node[1])
+    if kind == "mul":
+        return ctx.fsum(_log_value(ctx, f) for f in node[1])
+    if kind == "div":
+        return _log_value(ctx, node[1]) - _log_value(ctx, node[2])
+    if kind == "fn" and node[1] == "fact":
+        return ctx.loggamma(numeric(node[2][0]) + 1)
+    v = numeric(node)
+    if ctx.im(v) != 0 or v <= 0:
+        raise NotExact
+    return ctx.ln(v)
+
+
+_SymbolicFallback = Callable[[Node, Node, Options], bool | None]
+_symbolic_fallback: list[_SymbolicFallback] = []
+
+
+def set_symbolic_fallback(fn: _SymbolicFallback) -> None:
+    """Install the function consulted when sampling is inconclusive (the sympy worker)."""
+    _symbolic_fallback[:] = [fn]
+
+
+def _precision(a: Node, b: Node) -> int:
+    return min(1000, max(50, 2 * max(literal_digits(a), literal_digits(b)) + 30))
+
+
+def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
+    """Whether two scalar expressions are equal (see the module docstring for the tiers).
+
+    >>> from llmgym.rewards._math_parse import parse
+    >>> eq = lambda x, y: scalar_eq(parse(x), parse(y), Options())
+    >>> eq(r"2\\sqrt{2}", r"\\sqrt{8}"), eq("3.14", r"\\pi"), eq("x^2-1", "(x-1)(x+1)")
+    (True, False, True)
+    """
+    if a == b:
+        return True
+    ia, ib = _signed_inf(a), _signed_inf(b)
+    if ia is not None or ib is not None:
+        return ia == ib
+    syms = symbols(a) | symbols(b)
+    if syms:
+        return _identity_eq(a, b, sorted(syms), opts)
+    try:
+        ea, eb = exact(a), exact(b)
+        return _close_exact(ea, eb, opts)
+    except (NotExact, Undefined):
+        pass
+    except (TooBig, NotScalar):
+        return _big_eq(a, b)
+    except (ZeroDivisionError, ValueError, ArithmeticError):
+        return False
+    ctx = _ctx()
+    dps = _precision(a, b)
+    try:
+        with ctx.workdps(dps):
+            va, vb = numeric(a), numeric(b)
+            return _close_numeric(ctx, va, vb, opts, ctx.mpf(10) ** (10 - dps))
+    except (Undefined, NotExact):
+        return False
+    except (TooBig, NotScalar):
+        return _big_eq(a, b)
+    except (ZeroDivisionError, ValueError, ArithmeticError):
+        return False
+
+
+def _big_eq(a: Node, b: Node) -> bool:
+    fa, fb = fold(a), fold(b)
+    if fa == fb:
+        return True
+    ctx = _ctx()
+    try:
+        with ctx.workdps(60):
+            la, lb = _log_value(ctx, fa), _log_value(ctx, fb)
+            return bool(abs(la - lb) <= ctx.mpf(10) ** -50 * max(abs(la), abs(lb), 1))
+    except Exception:  # too big even for logarithms: distinct structures are unequal
+        return False
+
+
+def _sample_points(names: list[str], a: Node, b: Node) -> list[dict[str, Fraction]]:
+    seed = zlib.crc32(repr((a, b)).encode("utf-8", "replace"))
+    rng = random.Random(seed)
+    primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47]
+    points = []
+    for k in range(_SAMPLES):
+        point = {}
+        for name in names:
+            value = Fraction(rng.randint(2, 60), rng.choice(primes)) + Fraction(
+                rng.randint(1, 9), 97
+            )
+            point[name] = value if (k + len(point)) % 3 else -value
+        points.append(point)
+    return points
+
+
+def _identity_eq(a: Node, b: Node, names: list[str], opts: Options) -> bool:
+    """Polynomial/rational identity testing at random points, exact when possible."""
+    points = _sample_points(names, a, b)
+    agreed = 0
+    numeric_needed = False
+    for point in points:
+        try:
+            va, vb = exact(a, point), exact(b, point)  # type: ignore[arg-type]
+        except (Undefined, ZeroDivisionError):
+            continue
+        except (NotExact, TooBig, NotScalar):
+            numeric_needed = True
+            break
+        if not _close_exact(va, vb, opts):
+            return False
+        agreed += 1
+    if not numeric_needed:
+        if agreed >= 3:
+            return True
+        return _fallback(a, b, opts)
+    ctx = _ctx()
+    agreed = 0
+    with ctx.workdps(40):
+        eps = ctx.mpf(10) ** -30
+        for point in points:
+            env = {k: ctx.mpf(v.numerator) / v.denominator for k, v in point.items()}
+            try:
+                va, vb = numeric(a, env), numeric(b, env)
+            except (Undefined, ZeroDivisionError, ValueError, ArithmeticError):
+                continue
+            except (TooBig, NotExact, NotScalar):
+                return _fallback(a, b, opts)
+            if not _close_numeric(ctx, va, vb, opts, eps):
+                return False
+            agreed += 1
+    if agreed >= 3:
+        return True
+    return _fallback(a, b, opts)
+
+
+def _fallback(a: Node, b: Node, opts: Options) -> bool:
+    if fold(a) == fold(b):
+        return True
+    if _symbolic_fallback:
+        verdict = _symbolic_fallback[0](a, b, opts)
+        return bool(verdict)
+    return False
+
+
+def equations_equivalent(l1: Node, r1: Node, l2: Node, r2: Node, opts: Options) -> bool:
+    """``l1 = r1`` and ``l2 = r2`` are the same equation: l1 - r1 = c (l2 - r2), c != 0."""
+    d1: Node = ("add", (l1, ("neg", r1)))
+    d2: Node = ("add", (l2, ("neg", r2)))
+    names = sorted(symbols(d1) | symbols(d2))
+    if not names:
+        return False
+    ratio: Any = None
+    agreed = 0
+    ctx = _ctx()
+    with ctx.workdps(40):
+        eps = ctx.mpf(10) ** -30
+        for point in _sample_points(names, d1, d2):
+            env = {k: ctx.mpf(v.numerator) / v.denominator for k, v in point.items()}
+            try:
+                v1, v2 = numeric(d1, env), numeric(d2, env)
+            except (Undefined, ZeroDivisionError, ValueError, ArithmeticError):
+                continue
+            except (TooBig, NotExact, NotScalar):
+                return False
+            if abs(v1) <= eps and abs(v2) <= eps:
+                continue
+            if abs(v1) <= eps or abs(v2) <= eps:
+                return False
+            r = v1 / v2
+            if ratio is None:
+                ratio = r
+            elif abs(r - ratio) > eps * max(1, abs(ratio)):
+                return False
+            agreed += 1
+    return agreed >= 3
+
+
+def real_key(node: Node) -> Any:
+    """A sortable real value for an interval endpoint (mpmath number or +-inf); raises if not
+    real or not evaluable."""
+    ctx = _ctx()
+    s = _signed_inf(node)
+    if s is not None:
+        return ctx.inf if s > 0 else -ctx.inf
+    if symbols(node):
+        raise HasSymbols
+    with ctx.workdps(50):
+        v = numeric(node)
+    if ctx.im(v) != 0:
+        raise NotExact
+    return ctx.re(v)
+
+
+def all_pairs_match(xs: Iterable[Any], ys: Iterable[Any], eq: Callable[[Any, Any], bool]) -> bool:
+    """Every x equals some y and every y equals some x (set equality under ``eq``)."""
+    xs, ys = list(xs), list(ys)
+    return all(any(eq(x, y) for y in ys) for x in xs) and all(any(eq(x, y) for x in xs) for y in ys)

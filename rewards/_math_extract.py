@@ -1,0 +1,340 @@
+"""Find the final answer in a model response: boxed, "answer is" phrases, bare answers, fallbacks.
+
+Every scan here is linear in the response (regexes without nested quantifiers, brace matching
+bounded by :data:`MAX_BOX_CHARS`), so a megabyte of text costs milliseconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from llmgym.rewards._math_parse import ParseError, normalize, parse
+
+MAX_BOX_CHARS = 20_000
+"""A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""
+_LAST_BOXES = 12
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox|framebox)(?![A-Za-z])\s*(?:\[[^\]\n]{0,20}\])?\s*")
+_BRACE_RE = re.compile(r"\\.|[{}]", re.S)
+_PREFIX_RE = re.compile(r"([A-Za-z](?:_\{?[0-9A-Za-z]{1,4}\}?)?)\s*=\s*(?:\$|\\\(|\\\[)?\s*$")
+_GAP_CLEAN_RE = re.compile(
+    r"\$|\\[()\[\]]|\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\\\|&|\*\*|[{}]"
+)
+_GAP_WORD_RE = re.compile(r"[A-Za-z]+|[^\sA-Za-z.:]")
+_OR_SPLIT_RE = re.compile(
+    r"\\(?:text|mathrm|textrm|textbf|mbox)\s*\{\s*(?:,\s*)?or\s*\}"
+    r"|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])|(?<![A-Za-z\\])or(?![A-Za-z])|\u2228"
+)
+_EITHER_RE = re.compile(
+    r"\\(?:text|mathrm|textrm|mbox)\s*\{\s*either\s*\}|(?<![A-Za-z\\])either(?![A-Za-z])"
+)
+_RELATION_CHARS_RE = re.compile(r"=|<|>|\\(?:le|ge|leq|geq|ne|neq|in|lt|gt)(?![A-Za-z])|[≤≥≠∈]")
+_MARKER_RE = re.compile(
+    r"(?i)final\s+answer"
+    r"|\banswers?\b(?=\s*(?:\*\*|__)?\s*(?:\bis\b|\bare\b|:|=|\bwould\s+be|\bshould\s+be|\bwill\s+be|\bequals))"
+    r"|(?<![#])####(?!#)|\bthe\s+result\s+is|\bthe\s+solution\s+is|\bsolutions?\s+are"
+)
+_MARKER_LEAD_RE = re.compile(
+    r"^(?:\s|\*\*|__|:|：|-|=|\bis\b|\bare\b|\bwould\s+be\b|\bshould\s+be\b|\bwill\s+be\b"
+    r"|\bequals\b|\bof\b|\bas\s+follows\b|\btherefore\b|\bthus\b|\bhence\b|\bso\b"
+    r"|\bthe\s+(?:final\s+)?answer\s+is\b|\bthat\b|\bwe\s+get\b|\bthen\b)+",
+    re.I,
+)
+_MATH_SEG_RE = re.compile(
+    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\$([^$]+?)\$|\\\((.+?)\\\)",
+    re.S,
+)
+_SENTENCE_END_RE = re.compile(
+    r"(?<!\d)\.(?!\d)|\.(?=\s|$)|\s(?:because|since|which|as|so|where|when|but|for|given)\s|[!?]"
+)
+_LAST_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
+_THINK_END = "</think>"
+
+
+def _box_content(text: str, start: int) -> tuple[str, int] | None:
+    """The content of the box whose argument starts at ``start`` (just after ``\\boxed``)."""
+    if start >= len(text):
+        return None
+    if text[start] != "{":
+        # \boxed 5  /  \boxed5 : the argument is the next run of non-space characters
+        m = re.compile(r"[^\s$]+").match(text, start)
+        if not m:
+            return None
+        return m.group(0).rstrip(".,;"), m.end()
+    depth = 0
+    limit = start + MAX_BOX_CHARS
+    for m in _BRACE_RE.finditer(text, start):
+        if m.start() > limit:
+            return None
+        c = m.group(0)
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : m.start()], m.end()
+    return None
+
+
+def find_boxes(text: str) -> list[tuple[int, int, str]]:
+    """The last few complete ``\\boxed{}``/``\\fbox{}`` as (start, end, content), in order;
+    boxes nested in another box are skipped.
+
+    >>> [c for _, _, c in find_boxes(r"so \\boxed{\\frac{1}{2}} and \\fbox{3}")]
+    ['\\\\frac{1}{2}', '3']
+    """
+    matches: deque[re.Match[str]] = deque(maxlen=_LAST_BOXES)
+    for m in _BOX_RE.finditer(text):
+        matches.append(m)
+    boxes: list[tuple[int, int, str]] = []
+    for m in matches:
+        if boxes and m.start() < boxes[-1][1]:
+            continue  # inside the previous box
+        found = _box_content(text, m.end())
+        if found is not None:
+            boxes.append((m.start(), found[1], found[0]))
+    return boxes
+
+
+def _connective(gap: str) -> str | None:
+    """How two answers separated by ``gap`` relate: "and", "or", "none" (juxtaposed) or None
+    (the gap is prose: the answers are not one final group)."""
+    if len(gap) > 80:
+        return None
+    g = _GAP_CLEAN_RE.sub(" ", gap)
+    g = _PREFIX_RE.sub("", g.strip())
+    words = _GAP_WORD_RE.findall(g.lower())
+    if not words:
+        return "none"
+    if set(words) <= {",", ";", "and"}:
+        return "and"
+    if "or" in words and set(words) <= {"or", ",", ";", "either"}:
+        return "or"
+    return None
+
+
+def _prefix_var(text: str, start: int) -> str | None:
+    m = _PREFIX_RE.search(text, max(0, start - 30), start)
+    return m.group(1) if m else None
+
+
+def _join_group(text: str, group: list[tuple[int, int, str]], links: list[str]) -> str | None:
+    """One answer from a final group of boxes: identical ones collapse, "and"/"," joins into a
+    list, "or" into a disjunction, juxtaposed different boxes are a hedge (None)."""
+    contents = [c for _, _, c in group]
+    if len({normalize(c) for c in contents}) == 1:
+        return contents[-1]
+    if "none" in links:
+        return None
+    pieces = []
+    for start, _, content in group:
+        var = _prefix_var(text, start)
+        pieces.append(f"{var} = {content}" if var and "=" not in content else content)
+    sep = r" \text{ or } " if "or" in links else ", "
+    return sep.join(pieces)
+
+
+def _relation_var(piece: str) -> str | None:
+    """The single variable a relation like ``x = 1`` or ``x > 2`` is about, else None."""
+    if not _RELATION_CHARS_RE.search(piece):
+        return None
+    try:
+        node = parse(normalize(piece))
+    except (ParseError, RecursionError):
+        return None
+    if node[0] != "rel":
+        return None
+    names: set[str] = set()
+    _symbols(node, names)
+    return names.pop() if len(names) == 1 else None
+
+
+def _symbols(node: tuple, out: set[str]) -> None:
+    if node[0] == "sym":
+        out.add(node[1])
+        return
+    for child in node[1:]:
+        if isinstance(child, tuple):
+            if child and isinstance(child[0], str):
+                _symbols(child, out)
+            else:
+                for c in child:
+                    if isinstance(c, tuple) and c and isinstance(c[0], str):
+                        _symbols(c, out)
+
+
+def unhedge(answer: str) -> str | None:
+    """The answer with "or"-alternatives resolved: None for a hedge between different values
+    ("1 or 2", "either 3 or 4"); kept when every alternative is a relation on the same variable
+    (``x = 1 \\text{ or } x = 2``, ``x < 0 \\text{ or } x > 3``), which states a solution set.
+
+    >>> unhedge("1 or 2") is None, unhedge("x = 1 or x = -1"), unhedge("5 or 5")
+    (True, 'x = 1 or x = -1', '5')
+    """
+    if "or" not in answer and "\\vee" not in answer and "\u2228" not in answer:
+        return answer
+    pieces = [p.strip(" ,;") for p in _OR_SPLIT_RE.split(_EITHER_RE.sub(" ", answer))]
+    pieces = [p for p in pieces if p]
+    if len(pieces) <= 1:
+        return pieces[0] if pieces else None
+    if len({normalize(p) for p in pieces}) == 1:
+        return pieces[0]
+    variables = {_relation_var(p) for p in pieces}
+    if len(variables) == 1 and None not in variables:
+        return answer
+    return None
+
+
+def _strip_markdown(s: str) -> str:
+    return s.replace("**", " ").replace("__", " ").replace("`", " ").strip()
+
+
+def _math_segments(s: str) -> list[tuple[int, int, str]]:
+    return [
+        (m.start(), m.end(), next(g for g in m.groups() if g is not None))
+        for m in _MATH_SEG_RE.finditer(s)
+    ]
+
+
+def _first_math_group(s: str) -> str | None:
+    """The first math segment of ``s`` plus any that follow it joined by "and"/","/"or"."""
+    segs = _math_segments(s)
+    if not segs:
+        return None
+    group = [segs[0]]
+    links: list[str] = []
+    for seg in segs[1:]:
+        link = _connective(s[group[-1][1] : seg[0]])
+        if link is None or link == "none":
+            break
+        group.append(seg)
+        links.append(link)
+    if len(group) == 1:
+        return group[0][2]
+    sep = r" \text{ or } " if "or" in links else ", "
+    return sep.join(c for _, _, c in group)
+
+
+_CHOICE_RE = re.compile(r"\(?[A-J]\)?[.:)]?")
+_PROSE_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+
+
+def _parses(candidate: str) -> bool:
+    if _CHOICE_RE.fullmatch(candidate.strip()):
+        return True
+    try:
+        node = parse(normalize(candidate))
+    except (ParseError, RecursionError, ValueError):
+        return False
+    return node[0] != "text" or len(candidate) <= 40
+
+
+def _trim_prose(s: str) -> str | None:
+    """A math answer from a line of prose after an answer marker: cut at the end of the
+    sentence, then drop trailing words until what is left parses."""
+    s = _strip_markdown(s)
+    m = _SENTENCE_END_RE.search(s)
+    if m:
+        s = s[: m.start()]
+    s = s.strip(" ,;:")
+    words = s.split()
+    for cut in range(len(words), max(0, len(words) - 8), -1):
+        candidate = " ".join(words[:cut])
+        if candidate and _parses(candidate):
+            return candidate
+    return None
+
+
+def _after_marker(text: str, pos: int) -> str | None:
+    rest = text[pos : pos + 2000]
+    lead = _MARKER_LEAD_RE.match(rest)
+    if lead:
+        rest = rest[lead.end() :]
+    rest_l = rest.lstrip()
+    if rest_l.startswith(("$$", "\\[")):
+        seg = _math_segments(
+            rest_l[: rest_l.find("$$", 2) + 2 if rest_l.startswith("$$") else None]
+        )
+        if seg:
+            return seg[0][2]
+    line = rest_l.split("\n", 1)[0].strip()
+    if not line:
+        return None
+    math = _first_math_group(line)
+    if math is not None:
+        # "The answer is either $3$ or $4$" / "$3$, or maybe $4$": the prose decides hedging
+        return math
+    return _trim_prose(line)
+
+
+def _bare(text: str) -> str | None:
+    s = text.strip()
+    if not s or len(s) > 400 or s.count("\n") > 3:
+        return None
+    s = _strip_markdown(s)
+    if _EITHER_RE.search(s) or _OR_SPLIT_RE.search(s):
+        return s  # let unhedge judge it
+    if _parses(s):
+        return s
+    # not math we parse, but no prose either (a hostile or exotic answer): compared as text
+    if len(s) <= 200 and "\n" not in s and not _PROSE_WORD_RE.search(re.sub(r"\\[A-Za-z]+", "", s)):
+        return s
+    return None
+
+
+def _fallback(text: str) -> str | None:
+    s = text.rstrip()
+    if s.endswith(("$$", "\\]")):
+        segs = _math_segments(s[-4000:])
+        if segs:
+            return segs[-1][2]
+    lines = [ln for ln in s.split("\n") if ln.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    segs = _math_segments(last)
+    if segs:
+        return segs[-1][2]
+    numbers = _LAST_NUMBER_RE.findall(last)
+    return numbers[-1] if numbers else None
+
+
+def extract(response: str) -> tuple[str | None, str]:
+    """The final answer and how it was found: ``boxed``, ``marker``, ``bare``, ``fallback``,
+    ``hedge`` (several different answers: no credit) or ``none``."""
+    text = response
+    if _THINK_END in text:
+        after = text.rsplit(_THINK_END, 1)[1]
+        if after.strip():
+            text = after
+    boxes = find_boxes(text)
+    if boxes:
+        group = [boxes[-1]]
+        links: list[str] = []
+        for box in reversed(boxes[:-1]):
+            link = _connective(text[box[1] : group[0][0]])
+            if link is None:
+                break
+            group.insert(0, box)
+            links.insert(0, link)
+        answer = _join_group(text, group, links)
+        if answer is None:
+            return None, "hedge"
+        if not answer.strip():
+            return None, "none"
+        resolved = unhedge(answer)
+        return (resolved, "boxed") if resolved is not None else (None, "hedge")
+    for how, finder in (("marker", None), ("bare", _bare), ("fallback", _fallback)):
+        if finder is None:
+            answer = None
+            for m in reversed(list(_MARKER_RE.finditer(text[-20000:]))):
+                answer = _after_marker(text[-20000:], m.end())
+                if answer:
+                    break
+        else:
+            answer = finder(text)
+        if answer:
+            resolved = unhedge(answer)
+            return (resolved, how) if resolved is not None else (None, "hedge")
+    return None, "none"

@@ -1,0 +1,1274 @@
+"""Normalise a math answer string and parse it into a small tuple AST (LaTeX, plain text, Unicode).
+
+The parser is a hand-written recursive descent over a regex tokenizer: it never ``eval``s, has a
+hard depth limit (deeply nested input is a parse error, not a ``RecursionError``) and refuses
+answers longer than :data:`MAX_ANSWER_CHARS`. A parse error means "not math we understand";
+callers then fall back to comparing normalised text.
+
+AST nodes are plain, hashable tuples (so parses can be cached and sent to a worker process):
+
+===================================  ===========================================================
+``("num", Fraction, digits)``        a literal (``digits`` = significant digits written)
+``("based", digits, base)``          ``1010_2``
+``("sym", name)``                    a variable: ``x``, ``a_1``, ``alpha``
+``("const", name)``                  ``pi``, ``e``, ``i``
+``("inf", sign)``                    ``+oo`` (1) or ``-oo`` (-1)
+``("add", (terms))``                 ``("mul", (factors))``, ``("div", a, b)``, ``("neg", a)``
+``("pow", base, exp)``               ``("pm", a, b, sign)``: ``a +- b`` (sign ``+`` or ``-``)
+``("fn", name, (args))``             sqrt, root (n, x), sin ..., ln, log, logb (base, x), exp, abs,
+                                     floor, ceil, fact, binom, gcd, lcm, max, min
+``("tuple", open, close, (items))``  ``(1, 2)``, ``[1, 3)``
+``("set", (items))``                 ``\\{1, 2\\}``
+``("matrix", (rows))``               ``\\begin{pmatrix} ... \\end{pmatrix}``
+``("rel", (exprs), (ops))``          ``x = 3``, ``1 < x <= 2``, ``x \\in [0, 1]``
+``("list", (items))``                a bare comma list: ``1, 2``
+``("or", (items))``                  ``x = 1 or x = 2``
+``("setop", op, a, b)``              ``\\cup``, ``\\cap``, ``\\setminus``
+``("special", name)``                ``empty``, ``undefined``, ``reals``
+``("text", words)``                  an answer in words: ``\\text{Monday}``
+===================================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from fractions import Fraction
+from typing import Any
+
+Node = tuple[Any, ...]
+
+MAX_ANSWER_CHARS = 5000
+"""Longer answers are not parsed (they can only match by normalised text)."""
+MAX_DEPTH = 100
+"""Nesting deeper than this is a parse error."""
+MAX_LITERAL_DIGITS = 4000
+"""Number literals with more digits are a parse error (and Python refuses them anyway)."""
+
+
+class ParseError(ValueError):
+    """The answer is not math this parser understands."""
+
+
+# ---------------------------------------------------------------------------------------------
+# String normalisation
+# ---------------------------------------------------------------------------------------------
+
+_GREEK = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "rho",
+    "varrho",
+    "sigma",
+    "varsigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Pi",
+    "Sigma",
+    "Upsilon",
+    "Phi",
+    "Psi",
+    "Omega",
+]
+
+_UNICODE = {
+    "\u2212": "-",  # minus sign
+    "\u2013": "-",  # en dash
+    "\u2012": "-",
+    "\ufe63": "-",
+    "\uff0d": "-",
+    "\u00d7": r" \times ",
+    "\u2715": r" \times ",
+    "\u22c5": r" \cdot ",
+    "\u00b7": r" \cdot ",
+    "\u2219": r" \cdot ",
+    "\u2217": "*",
+    "\u00f7": " / ",
+    "\u2215": "/",
+    "\u2044": "/",
+    "\u221a": r"\sqrt",
+    "\u221b": r"\sqrt[3]",
+    "\u221c": r"\sqrt[4]",
+    "\u03c0": r"\pi ",
+    "\u2264": r" \le ",
+    "\u2a7d": r" \le ",
+    "\u2265": r" \ge ",
+    "\u2a7e": r" \ge ",
+    "\u2260": r" \ne ",
+    "\u2248": r" \approx ",
+    "\u221e": r"\infty ",
+    "\u00b1": r" \pm ",
+    "\u2213": r" \mp ",
+    "\u222a": r" \cup ",
+    "\u2229": r" \cap ",
+    "\u2205": r" \emptyset ",
+    "\u2208": r" \in ",
+    "\u211d": r" \mathbb{R} ",
+    "\u00b0": r"^\circ ",
+    "\u2032": "'",
+    "\u27e8": r"\langle ",
+    "\u27e9": r"\rangle ",
+    "\u2228": r" \lor ",
+    "\u2227": r" \land ",
+    "\u2016": "|",
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+    "\u2002": " ",
+    "\u2003": " ",
+    "\u200b": "",
+    "\u2061": "",
+}
+for _i, _g in enumerate("αβγδεζηθικλμνξοπρστυφχψω"):
+    _UNICODE.setdefault(
+        _g,
+        "\\"
+        + [
+            "alpha",
+            "beta",
+            "gamma",
+            "delta",
+            "epsilon",
+            "zeta",
+            "eta",
+            "theta",
+            "iota",
+            "kappa",
+            "lambda",
+            "mu",
+            "nu",
+            "xi",
+            "omicron",
+            "pi",
+            "rho",
+            "sigma",
+            "tau",
+            "upsilon",
+            "phi",
+            "chi",
+            "psi",
+            "omega",
+        ][_i]
+        + " ",
+    )
+_SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+", strict=False))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789", strict=False))
+_VULGAR = {"½": "1/2", "⅓": "1/3", "⅔": "2/3", "¼": "1/4", "¾": "3/4", "⅕": "1/5", "⅛": "1/8"}
+_UNI_RE = re.compile(
+    "[" + re.escape("".join(_UNICODE)) + "]|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+|[₀₁₂₃₄₅₆₇₈₉]+|(\\d?)([½⅓⅔¼¾⅕⅛])"
+)
+
+
+def _uni_sub(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if m.group(2):
+        frac = _VULGAR[m.group(2)]
+        return f"({m.group(1)}+{frac})" if m.group(1) else f"({frac})"
+    if s[0] in _SUPERSCRIPTS:
+        return "^{" + "".join(_SUPERSCRIPTS[c] for c in s) + "}"
+    if s[0] in _SUBSCRIPTS:
+        return "_{" + "".join(_SUBSCRIPTS[c] for c in s) + "}"
+    return _UNICODE[s]
+
+
+_SUBS: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(p), r)
+    for p, r in [
+        # thousands separators written with LaTeX spacing or {,}: 1\,000 / 1{,}000 / 1\!000
+        (r"(\d)(?:\{,\}|\\[,;:! ]|~)(?=\d{3}(?!\d))", r"\1"),
+        # ... or with plain spaces: 1 000 000 (groups of exactly three digits)
+        (
+            r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])",
+            lambda m: m.group(1) + m.group(2).replace(" ", ""),
+        ),
+        # sizing and style commands that carry no meaning
+        (r"\\(?:left|right|[bB]igg?[lrm]?|middle)(?![a-zA-Z])\s*\.?", ""),
+        (r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)", ""),
+        (r"\\(?:[dtc]frac)(?![a-zA-Z])", r"\\frac"),
+        (r"\\(?:[dt]binom)(?![a-zA-Z])", r"\\binom"),
+        (r"\\(?:[,;: >]|quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
+        (r"\\(?:hspace|vspace)\*?\{[^{}]*\}", " "),
+        # degrees, percent and currency are units (see math.py)
+        (
+            r"\^\s*\{?\s*\\circ\s*\}?|\^\s*\{\s*\\text\{\s*o\s*\}\s*\}|\\(?:degree|textdegree)(?![a-zA-Z])",
+            r" \\degreeunit ",
+        ),
+        (r"\\%|%", " \\\\percentunit "),
+        (r"\\\$|\$", " "),
+        (r"\\(?:euro|pounds|yen)(?![a-zA-Z])|[€£¥]", " "),
+        # phrases that name special answers
+        (
+            r"(?i)\b(?:there\s+(?:is|are)\s+)?no\s+(?:real\s+|possible\s+|such\s+)?(?:solutions?|roots?|values?|answers?)\b",
+            r" \\emptyset ",
+        ),
+        (r"(?i)\b(?:the\s+)?empty\s+set\b", r" \\emptyset "),
+        (
+            r"(?i)\bdoes\s+not\s+exist\b|\bdoesn't\s+exist\b|\bd\.n\.e\.?|\bDNE\b",
+            r" \\undefinedvalue ",
+        ),
+        (r"(?i)\ball\s+real\s+(?:numbers|values)(?:\s+of\s+[a-z])?\b", r" \\mathbb{R} "),
+        (r"(?i)\binfinitely\s+many(?:\s+solutions)?\b", " infinitelymany "),
+        (r"\*\*", "^"),
+    ]
+]
+_TRAILING = re.compile(r"(?:[\s.;:]|\\\\|\\(?:quad|qquad)\b)+$")
+_DELIMS = [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")]
+
+
+@functools.lru_cache(maxsize=8192)
+def normalize(answer: str) -> str:
+    """Canonical surface form of an answer string: Unicode mapped to LaTeX, spacing, sizing and
+    style commands removed, degrees/percent/currency turned into unit markers, math delimiters
+    and trailing punctuation stripped, whitespace collapsed.
+
+    >>> normalize(r"$\\left( \\dfrac{1}{2}, 3 \\right)$.")
+    '( \\\\frac{1}{2}, 3 )'
+    >>> normalize("−2 × 10³")
+    '-2 \\\\times 10^{3}'
+    """
+    s = answer
+    if not s.isascii():
+        s = _UNI_RE.sub(_uni_sub, s)
+        s = unicodedata.normalize("NFKC", s)
+    for pattern, repl in _SUBS:
+        s = pattern.sub(repl, s)
+    s = s.strip()
+    for _ in range(3):
+        changed = False
+        for left, right in _DELIMS:
+            if s.startswith(left) and s.endswith(right) and len(s) >= len(left) + len(right):
+                s = s[len(left) : len(s) - len(right)].strip()
+                changed = True
+        s = _TRAILING.sub("", s)
+        if not changed:
+            break
+    return " ".join(s.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer
+# ---------------------------------------------------------------------------------------------
+
+FUNCTIONS = {
+    "sin",
+    "cos",
+    "tan",
+    "sec",
+    "csc",
+    "cot",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsec",
+    "arccsc",
+    "arccot",
+    "sinh",
+    "cosh",
+    "tanh",
+    "ln",
+    "log",
+    "exp",
+    "sqrt",
+    "abs",
+    "gcd",
+    "lcm",
+    "max",
+    "min",
+    "floor",
+    "ceil",
+}
+_FN_ALIASES = {"cosec": "csc", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "tg": "tan"}
+_PLAIN_ONLY_FUNCTIONS = {"sqrt", "abs", "floor", "ceil"}  # \sqrt is a command, not a function
+
+UNITS = {
+    # length, area, volume
+    *[
+        "mm",
+        "cm",
+        "km",
+        "dm",
+        "meter",
+        "meters",
+        "metre",
+        "metres",
+        "kilometer",
+        "kilometers",
+        "centimeter",
+        "centimeters",
+    ],
+    *[
+        "millimeter",
+        "millimeters",
+        "inch",
+        "inches",
+        "ft",
+        "feet",
+        "foot",
+        "yd",
+        "yard",
+        "yards",
+        "mile",
+        "miles",
+    ],
+    *[
+        "sq",
+        "square",
+        "squared",
+        "cubic",
+        "cu",
+        "units",
+        "unit",
+        "ml",
+        "mL",
+        "liter",
+        "liters",
+        "litre",
+        "litres",
+        "gallon",
+        "gallons",
+    ],
+    *["cup", "cups", "quart", "quarts", "pint", "pints"],
+    # mass, time, speed
+    *[
+        "kg",
+        "mg",
+        "gram",
+        "grams",
+        "kilogram",
+        "kilograms",
+        "lb",
+        "lbs",
+        "pound",
+        "pounds",
+        "oz",
+        "ounce",
+        "ounces",
+        "ton",
+        "tons",
+    ],
+    *[
+        "sec",
+        "secs",
+        "second",
+        "seconds",
+        "minute",
+        "minutes",
+        "mins",
+        "hour",
+        "hours",
+        "hr",
+        "hrs",
+        "day",
+        "days",
+        "week",
+        "weeks",
+    ],
+    *["month", "months", "year", "years", "yr", "yrs", "mph", "kph", "kmh"],
+    # money, angles, counts
+    *[
+        "dollar",
+        "dollars",
+        "cent",
+        "cents",
+        "euro",
+        "euros",
+        "usd",
+        "USD",
+        "degree",
+        "degrees",
+        "deg",
+        "rad",
+        "radian",
+        "radians",
+    ],
+    *[
+        "percent",
+        "percentage",
+        "pct",
+        "points",
+        "point",
+        "ways",
+        "times",
+        "people",
+        "persons",
+        "students",
+        "items",
+    ],
+}
+_UNIT_PHRASES = re.compile(
+    r"(?:km/h|m/s\^?\{?2?\}?|ft/s|km/hr|mi/h|m\^\{?[23]\}?|cm\^\{?[23]\}?|ft\^\{?[23]\}?)$"
+)
+_SPECIAL_WORDS = {
+    "infinity": ("special", "inf"),
+    "infty": ("special", "inf"),
+    "inf": ("special", "inf"),
+    "oo": ("special", "inf"),
+    "undefined": ("special", "undefined"),
+    "none": ("special", "empty"),
+    "emptyset": ("special", "empty"),
+    "varnothing": ("special", "empty"),
+    "nothing": ("special", "empty"),
+    "pi": ("const", "pi"),
+    "or": ("or", "or"),
+    "and": ("and", "and"),
+    "either": ("either", "either"),
+    "per": ("per", "per"),
+}
+
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "cdot": ("op", "*"),
+    "times": ("op", "*"),
+    "ast": ("op", "*"),
+    "div": ("op", "/"),
+    "over": ("op", "/"),
+    "pm": ("pm", "+"),
+    "mp": ("pm", "-"),
+    "le": ("rel", "<="),
+    "leq": ("rel", "<="),
+    "leqslant": ("rel", "<="),
+    "ge": ("rel", ">="),
+    "geq": ("rel", ">="),
+    "geqslant": ("rel", ">="),
+    "lt": ("rel", "<"),
+    "gt": ("rel", ">"),
+    "ne": ("rel", "!="),
+    "neq": ("rel", "!="),
+    "approx": ("rel", "="),
+    "equiv": ("rel", "="),
+    "doteq": ("rel", "="),
+    "in": ("rel", "in"),
+    "cup": ("setop", "cup"),
+    "cap": ("setop", "cap"),
+    "setminus": ("setop", "minus"),
+    "backslash": ("setop", "minus"),
+    "lor": ("or", "or"),
+    "vee": ("or", "or"),
+    "land": ("and", "and"),
+    "wedge": ("and", "and"),
+    "infty": ("special", "inf"),
+    "infinity": ("special", "inf"),
+    "emptyset": ("special", "empty"),
+    "varnothing": ("special", "empty"),
+    "undefinedvalue": ("special", "undefined"),
+    "pi": ("const", "pi"),
+    "lfloor": ("open", "floor"),
+    "rfloor": ("close", "floor"),
+    "lceil": ("open", "ceil"),
+    "rceil": ("close", "ceil"),
+    "langle": ("open", "("),
+    "rangle": ("close", ")"),
+    "lvert": ("op", "|"),
+    "rvert": ("op", "|"),
+    "vert": ("op", "|"),
+    "mid": ("op", "|"),
+    "lbrace": ("open", "{s"),
+    "rbrace": ("close", "{s"),
+    "lbrack": ("open", "["),
+    "rbrack": ("close", "]"),
+    "degreeunit": ("deg", "deg"),
+    "percentunit": ("unit", "%"),
+    "circ": ("deg", "deg"),
+    "frac": ("cmd", "frac"),
+    "sqrt": ("cmd", "sqrt"),
+    "binom": ("cmd", "binom"),
+    "choose": ("op", "choose"),
+    "overline": ("cmd", "overline"),
+    "begin": ("cmd", "begin"),
+    "end": ("cmd", "end"),
+    "operatorname": ("cmd", "operatorname"),
+    "mathbb": ("cmd", "mathbb"),
+    "exp": ("fn", "exp"),
+}
+_TEXT_COMMANDS = {
+    "text",
+    "textbf",
+    "textit",
+    "textrm",
+    "textsf",
+    "texttt",
+    "textup",
+    "textnormal",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mathsf",
+    "mathtt",
+    "mathcal",
+    "mathscr",
+    "mathfrak",
+    "mbox",
+    "hbox",
+    "boldsymbol",
+    "bm",
+    "emph",
+    "underline",
+    "mathnormal",
+}
+_IGNORED_COMMANDS = {"displaystyle", "limits", "phantom", "noindent", "hfill", "cr", "nonumber"}
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+(?![.\d]))?)
+  | (?P<cmd>\\(?:[A-Za-z]+|[{}|\\]))
+  | (?P<word>[A-Za-z]+)
+  | (?P<op><=|>=|!=|=<|=>|==|:=|[-+*/^_=<>!,;|()\[\]{}&:'])
+    """,
+    re.VERBOSE,
+)
+_THOUSANDS_RE = re.compile(r"(?:,\d{3})+(?![\d])")
+
+Token = tuple[str, Any]
+
+
+def _read_group(s: str, i: int) -> tuple[str, int]:
+    """The raw text of a braced group starting at ``s[i] == '{'``; returns (content, end)."""
+    depth = 0
+    j = i
+    n = len(s)
+    while j < n:
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ParseError("nesting too deep")
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return s[i + 1 : j], j + 1
+        j += 1
+    raise ParseError("unbalanced braces")
+
+
+def _skip_ws(s: str, i: int) -> int:
+    while i < len(s) and s[i].isspace():
+        i += 1
+    return i
+
+
+def _classify_word(w: str) -> list[Token]:
+    """Tokens for a run of letters: a function, a special word, a unit, or single-letter
+    variables multiplied together (``xy``)."""
+    lw = w.lower()
+    if lw in FUNCTIONS or lw in _FN_ALIASES:
+        return [("fn", _FN_ALIASES.get(lw, lw))]
+    if lw in _SPECIAL_WORDS:
+        return [_SPECIAL_WORDS[lw]]
+    if w in UNITS or lw in UNITS:
+        return [("unit", lw)]
+    if lw in ("dne",):
+        return [("special", "undefined")]
+    if lw == "infinitelymany":
+        return [("special", "infinitely_many")]
+    if len(w) <= 3:
+        return [("id", c) for c in w]
+    return [("word", w)]
+
+
+def _classify_text(content: str, depth: int) -> list[Token]:
+    """Tokens for the argument of ``\\text{...}`` and friends."""
+    c = " ".join(content.split())
+    if not c:
+        return []
+    lc = c.lower().strip(" .,:")
+    if lc in ("or", "and", "either", "or possibly", "or maybe"):
+        return [("or", "or")] if lc != "and" else [("and", "and")]
+    if lc in ("undefined", "dne", "none", "infinity"):
+        return _classify_word(lc)
+    if re.fullmatch(r"[A-Za-z]+(?:[ -][A-Za-z]+)*", c):
+        words = c.replace("-", " ").split()
+        if all(w.lower() in UNITS for w in words):
+            return [("unit", lc)]
+        if len(words) == 1 and len(c) <= 1:
+            return [("id", c)]
+        if len(words) == 1 and (c.lower() in FUNCTIONS or c.lower() in _SPECIAL_WORDS):
+            return _classify_word(c)
+        return [("word", c)]
+    return tokenize(c, depth + 1)
+
+
+@functools.lru_cache(maxsize=8192)
+def tokenize(s: str, depth: int = 0) -> list[Token]:
+    """Split a normalised answer into tokens.
+
+    >>> tokenize(r"2\\frac{x}{3}")
+    [('num', '2'), ('cmd', 'frac'), ('open', '{'), ('id', 'x'), ('close', '}'), ('open', '{'), ('num', '3'), ('close', '}')]
+    """
+    if depth > 8:
+        raise ParseError("nesting too deep")
+    toks: list[Token] = []
+    i = 0
+    n = len(s)
+    bracket_depth = 0
+    while i < n:
+        m = _TOKEN_RE.match(s, i)
+        if m is None:
+            raise ParseError(f"unexpected character {s[i]!r}")
+        kind = m.lastgroup
+        text = m.group(0)
+        i = m.end()
+        if kind == "ws":
+            continue
+        if kind == "num":
+            if (
+                bracket_depth == 0
+                and text.isdigit()
+                and len(text) <= 3
+                and text[0] != "0"
+                and i < n
+                and s[i] == ","
+            ):
+                mt = _THOUSANDS_RE.match(s, i)
+                if mt and not (mt.end() < n and s[mt.end()] == "."):
+                    text = text + mt.group(0).replace(",", "")
+                    i = mt.end()
+                elif mt:
+                    # 1,234.5 style: a thousands group followed by a decimal part
+                    md = re.compile(r"(?:,\d{3})+\.\d+").match(s, i)
+                    if md:
+                        text = text + md.group(0).replace(",", "")
+                        i = md.end()
+            if len(text) > MAX_LITERAL_DIGITS:
+                raise ParseError("number literal too long")
+            toks.append(("num", text))
+        elif kind == "word":
+            toks.extend(_classify_word(text))
+        elif kind == "op":
+            if text in "([{":
+                bracket_depth += 1
+                toks.append(("open", text))
+            elif text in ")]}":
+                bracket_depth -= 1
+                toks.append(("close", text))
+            elif text in ("<", ">", "<=", ">=", "!=", "=<", "=>", "=", "==", ":="):
+                norm = {"=<": "<=", "=>": ">=", "==": "=", ":=": "="}.get(text, text)
+                toks.append(("rel", norm))
+            elif text == ",":
+                toks.append(("comma", ","))
+            elif text == ";":
+                toks.append(("comma", ";"))
+            elif text == "&":
+                toks.append(("amp", "&"))
+            else:
+                toks.append(("op", text))
+        else:  # command
+            name = text[1:]
+            if name == "{":
+                bracket_depth += 1
+                toks.append(("open", "{s"))
+            elif name == "}":
+                bracket_depth -= 1
+                toks.append(("close", "{s"))
+            elif name == "|":
+                toks.append(("op", "|"))
+            elif name == "\\":
+                toks.append(("rowsep", "\\\\"))
+            elif name in _TEXT_COMMANDS:
+                j = _skip_ws(s, i)
+                if j < n and s[j] == "{":
+                    content, i = _read_group(s, j)
+                    toks.extend(_classify_text(content, depth))
+                # a bare \mathrm x applies to the next token: nothing to do
+            elif name in _IGNORED_COMMANDS:
+                continue
+            elif name in ("operatorname", "mathbb"):
+                j = _skip_ws(s, i)
+                if j >= n or s[j] != "{":
+                    raise ParseError(f"\\{name} without argument")
+                content, i = _read_group(s, j)
+                c = content.strip().replace("*", "")
+                if name == "mathbb":
+                    toks.append(("special", "reals") if c == "R" else ("word", f"mathbb{c}"))
+                elif c.lower() in FUNCTIONS or c.lower() in _FN_ALIASES:
+                    toks.append(("fn", _FN_ALIASES.get(c.lower(), c.lower())))
+                else:
+                    toks.append(("word", c))
+            elif name in ("begin", "end"):
+                j = _skip_ws(s, i)
+                if j >= n or s[j] != "{":
+                    raise ParseError(f"\\{name} without environment")
+                env, i = _read_group(s, j)
+                toks.append((name, env.strip().rstrip("*")))
+                if name == "begin" and env.strip() == "array":
+                    j = _skip_ws(s, i)
+                    if j < n and s[j] == "{":
+                        _, i = _read_group(s, j)
+            elif name in _COMMANDS:
+                tok = _COMMANDS[name]
+                if tok[0] == "open" and tok[1] in ("(", "["):
+                    bracket_depth += 1
+                elif tok[0] == "close" and tok[1] in (")", "]"):
+                    bracket_depth -= 1
+                toks.append(tok)
+            elif name in FUNCTIONS or name in _FN_ALIASES:
+                fname = _FN_ALIASES.get(name, name)
+                if fname in _PLAIN_ONLY_FUNCTIONS:
+                    raise ParseError(f"unknown command \\{name}")
+                toks.append(("fn", fname))
+            elif name in _GREEK:
+                toks.append(("id", name))
+            else:
+                raise ParseError(f"unknown command \\{name}")
+    return toks
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+# ---------------------------------------------------------------------------------------------
+
+
+def _num(value: Fraction | int, digits: int = 0) -> Node:
+    return ("num", Fraction(value), digits)
+
+
+ONE = _num(1)
+ZERO = _num(0)
+_PI = ("const", "pi")
+
+
+def _literal(text: str) -> Node:
+    """A number literal, exactly: ``0.1`` is 1/10, ``1.5e3`` is 1500."""
+    digits = len(text.split("e")[0].split("E")[0].replace(".", "").lstrip("0")) or 1
+    try:
+        return ("num", Fraction(text), digits)
+    except (ValueError, ZeroDivisionError) as e:
+        raise ParseError(f"bad number {text[:20]!r}") from e
+
+
+_CLOSERS = {"(": (")", "]"), "[": (")", "]"), "{": ("}",), "{s": ("{s",)}
+_MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
+_STOP_UNITS = {"unit", "word", "per", "deg"}
+
+
+class _Parser:
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+        self.abs_depth = 0
+        self.fn_depth = 0
+
+    # -- helpers -------------------------------------------------------------------------------
+    def peek(self, k: int = 0) -> Token:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else ("eof", None)
+
+    def next(self) -> Token:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def expect(self, kind: str, value: Any = None) -> Token:
+        tok = self.next()
+        if tok[0] != kind or (value is not None and tok[1] != value):
+            raise ParseError(f"expected {value or kind}, got {tok[1]!r}")
+        return tok
+
+    def at(self, kind: str, value: Any = None) -> bool:
+        tok = self.peek()
+        return tok[0] == kind and (value is None or tok[1] == value)
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError("nesting too deep")
+
+    # -- grammar -------------------------------------------------------------------------------
+    def parse(self) -> Node:
+        if self.at("either"):
+            self.next()
+        node = self.parse_or()
+        self.skip_units()
+        if not self.at("eof"):
+            raise ParseError(f"unexpected {self.peek()[1]!r}")
+        return node
+
+    def parse_or(self) -> Node:
+        items = [self.parse_list()]
+        while self.at("or"):
+            self.next()
+            items.append(self.parse_list())
+        return items[0] if len(items) == 1 else ("or", tuple(items))
+
+    def parse_list(self) -> Node:
+        items = [self.parse_setop()]
+        while self.at("comma") or self.at("and"):
+            self.next()
+            if self.at("and"):  # ", and"
+                self.next()
+            if self.at("eof") or self.at("or"):
+                break
+            items.append(self.parse_setop())
+        return items[0] if len(items) == 1 else ("list", tuple(items))
+
+    def parse_setop(self) -> Node:
+        node = self.parse_relation()
+        while self.at("setop"):
+            op = self.next()[1]
+            node = ("setop", op, node, self.parse_relation())
+        return node
+
+    def parse_relation(self) -> Node:
+        exprs = [self.parse_additive()]
+        ops: list[str] = []
+        while self.at("rel"):
+            ops.append(self.next()[1])
+            exprs.append(self.parse_additive())
+        self.skip_units()
+        if not ops:
+            return exprs[0]
+        return ("rel", tuple(exprs), tuple(ops))
+
+    def skip_units(self) -> None:
+        """Drop unit annotations: ``cm``, ``\\text{ cm}^2``, ``m/s``, ``dollars per hour``."""
+        while self.peek()[0] in _STOP_UNITS:
+            self.next()
+            if self.at("op", "^"):
+                self.next()
+                if self.at("num"):
+                    self.next()
+                elif self.at("open", "{"):
+                    self.parse_primary()
+            if self.at("op", "/") and self.peek(1)[0] in _STOP_UNITS:
+                self.next()
+
+    def parse_additive(self) -> Node:
+        self.enter()
+        terms: list[Node] = []
+        pm: list[tuple[str, Node]] = []
+        if self.at("op", "-"):
+            self.next()
+            terms.append(("neg", self.parse_term()))
+        elif self.at("pm"):
+            sign = self.next()[1]
+            pm.append((sign, self.parse_term()))
+        else:
+            if self.at("op", "+"):
+                self.next()
+            terms.append(self.parse_term())
+        while True:
+            if self.at("op", "+"):
+                self.next()
+                terms.append(self.parse_term())
+            elif self.at("op", "-"):
+                self.next()
+                terms.append(("neg", self.parse_term()))
+            elif self.at("pm"):
+                sign = self.next()[1]
+                pm.append((sign, self.parse_term()))
+            else:
+                break
+        self.depth -= 1
+        if len(pm) > 2:
+            raise ParseError("too many \\pm")
+        node = (terms[0] if len(terms) == 1 else ("add", tuple(terms))) if terms else ZERO
+        for sign, t in pm:
+            node = ("pm", node, t, sign)
+        return node
+
+    def starts_factor(self) -> bool:
+        kind, val = self.peek()
+        if kind in ("num", "id", "const", "fn", "cmd", "special"):
+            return not (kind == "cmd" and val in ("end",))
+        if kind == "open":
+            return val in ("(", "[", "{", "floor", "ceil")
+        return kind == "op" and val == "|" and self.abs_depth == 0
+
+    def parse_term(self) -> Node:
+        self.enter()
+        factors = [self.parse_unary()]
+        divs: list[bool] = [False]
+        while True:
+            if self.at("op", "*"):
+                self.next()
+                factors.append(self.parse_unary())
+                divs.append(False)
+            elif self.at("op", "/"):
+                self.next()
+                factors.append(self.parse_unary())
+                divs.append(True)
+            elif self.at("op", "choose"):
+                self.next()
+                k = self.parse_unary()
+                factors[-1] = ("fn", "binom", (factors[-1], k))
+            elif self.starts_factor():
+                prev = factors[-1]
+                if self.at("num") and prev[0] == "num":
+                    raise ParseError("two numbers in a row")
+                if (
+                    self.at("cmd", "frac")
+                    and prev[0] == "num"
+                    and len(factors) == 1
+                    and prev[1].denominator == 1
+                ):
+                    frac = self.parse_unary()
+                    if (
+                        frac[0] == "div"
+                        and frac[1][0] == "num"
+                        and frac[2][0] == "num"
+                        and frac[1][1].denominator == 1
+                        and frac[2][1].denominator == 1
+                    ):
+                        # a mixed number: 2\frac{1}{2} is 5/2
+                        factors[-1] = ("add", (prev, frac))
+                        continue
+                    factors.append(frac)
+                    divs.append(False)
+                    continue
+                factors.append(self.parse_unary(implicit=True))
+                divs.append(False)
+            else:
+                break
+        self.depth -= 1
+        node = factors[0]
+        run: list[Node] = [node]
+        for f, d in zip(factors[1:], divs[1:], strict=False):
+            if d:
+                node = ("div", _mul(run), f)
+                run = [node]
+            else:
+                run.append(f)
+        return _mul(run)
+
+    def parse_unary(self, implicit: bool = False) -> Node:
+        self.enter()
+        if not implicit and self.at("op", "-"):
+            self.next()
+            node: Node = ("neg", self.parse_unary())
+        elif not implicit and self.at("op", "+"):
+            self.next()
+            node = self.parse_unary()
+        else:
+            node = self.parse_power()
+        self.depth -= 1
+        return node
+
+    def parse_power(self) -> Node:
+        base = self.parse_postfix()
+        if self.at("op", "^"):
+            self.next()
+            exp = self.parse_exponent()
+            base = ("pow", base, exp)
+            # postfix after a power: 2^3! is unusual; degrees after power handled by the caller
+        return base
+
+    def parse_exponent(self) -> Node:
+        self.enter()
+        if self.at("op", "-"):
+            self.next()
+            node: Node = ("neg", self.parse_exponent())
+        elif self.at("op", "+"):
+            self.next()
+            node = self.parse_exponent()
+        else:
+            node = _literal(self.next()[1]) if self.at("num") else self.parse_primary()
+            if self.at("op", "^"):  # a^b^c = a^(b^c)
+                self.next()
+                node = ("pow", node, self.parse_exponent())
+        self.depth -= 1
+        return node
+
+    def parse_postfix(self) -> Node:
+        node = self.parse_primary()
+        while True:
+            if self.at("op", "!"):
+                self.next()
+                if self.at("op", "!"):
+                    self.next()
+                    node = ("fn", "fact2", (node,))
+                else:
+                    node = ("fn", "fact", (node,))
+            elif self.at("deg"):
+                self.next()
+                if self.fn_depth > 0:  # an angle inside sin(...) is in degrees
+                    node = ("div", _mul([node, _PI]), _num(180))
+            elif self.at("op", "'"):
+                raise ParseError("primes are not supported")
+            else:
+                return node
+
+    def parse_group(self, opener: str) -> Node:
+        """The content of ``{...}`` (an expression, no commas)."""
+        node = self.parse_or()
+        self.expect("close", "}" if opener == "{" else opener)
+        return node
+
+    def parse_braced_arg(self) -> Node:
+        """A LaTeX argument: ``{...}`` or a single token (``\\frac34``)."""
+        if self.at("open", "{"):
+            self.next()
+            return self.parse_group("{")
+        tok = self.peek()
+        if tok[0] == "num":
+            self.next()
+            text = tok[1]
+            if text.isdigit() and len(text) > 1:
+                # \frac34: one digit per argument; push the rest back
+                self.toks = self.toks[: self.i] + [("num", text[1:])] + self.toks[self.i :]
+                return _literal(text[0])
+            return _literal(text)
+        return self.parse_primary()
+
+    def parse_primary(self) -> Node:
+        self.enter()
+        node = self._primary()
+        self.depth -= 1
+        return node
+
+    def _primary(self) -> Node:
+        kind, val = self.next()
+        if kind == "num":
+            node = _literal(val)
+            if self.at("op", "_") and val.isdigit():  # 1010_2
+                self.next()
+                base = self.parse_braced_arg()
+                if base[0] != "num" or base[1].denominator != 1 or not 2 <= base[1] <= 36:
+                    raise ParseError("bad base")
+                node = ("based", val, int(base[1]))
+            return node
+        if kind == "id":
+            name = val
+            if self.at("op", "_"):
+                self.next()
+                name = f"{name}_{self._subscript()}"
+            if name == "e":
+                return ("const", "e")
+            if name == "i":
+                return ("const", "i")
+            return ("sym", name)
+        if kind == "const":
+            return ("const", val)
+        if kind == "special":
+            if val == "inf":
+                return ("inf", 1)
+            return ("special", val)
+        if kind == "word":
+            return ("text", val)
+        if kind == "fn":
+            return self.parse_function(val)
+        if kind == "open":
+            return self.parse_bracket(val)
+        if kind == "op" and val == "|":
+            self.abs_depth += 1
+            inner = self.parse_additive()
+            self.abs_depth -= 1
+            self.expect("op", "|")
+            return ("fn", "abs", (inner,))
+        if kind == "cmd":
+            return self.parse_command(val)
+        if kind == "begin":
+            return self.parse_env(val)
+        raise ParseError(f"unexpected {val!r}")
+
+    def _subscript(self) -> str:
+        if self.at("open", "{"):
+            self.next()
+            parts = []
+            while not self.at("close", "}"):
+                kind, val = self.next()
+                if kind not in ("num", "id", "op", "comma") or (kind == "op" and val not in "+-"):
+                    raise ParseError("complex subscript")
+                parts.append(str(val))
+                if len(parts) > 10:
+                    raise ParseError("long subscript")
+            self.next()
+            return "".join(parts)
+        kind, val = self.next()
+        if kind not in ("num", "id"):
+            raise ParseError("bad subscript")
+        return str(val)
+
+    def parse_bracket(self, opener: str) -> Node:
+        if opener in ("floor", "ceil"):
+            inner = self.parse_additive()
+            self.expect("close", opener)
+            return ("fn", opener, (inner,))
+        items: list[Node] = []
+        if self.at("close") and self.peek()[1] in _CLOSERS[opener]:
+            closer = self.next()[1]
+            if opener in ("{", "{s"):
+                return ("special", "empty")
+            return ("tuple", opener, closer, ())
+        while True:
+            items.append(self.parse_setop() if opener in ("(", "[") else self.parse_or())
+            if self.at("comma"):
+                self.next()
+                continue
+            break
+        tok = self.next()
+        if tok[0] != "close" or tok[1] not in _CLOSERS[opener]:
+            raise ParseError("unbalanced brackets")
+        closer = tok[1]
+        if opener in ("{", "{s"):
+            if len(items) == 1 and opener == "{":
+                return items[0]
+            return ("set", tuple(items))
+        if len(items) == 1 and closer == {"(": ")", "[": "]"}[opener]:
+            return items[0]
+        return ("tuple", opener, closer, tuple(items))
+
+    def parse_function(self, name: str) -> Node:
+        power: Node | None = None
+        base: Node | None = None
+        if self.at("op", "^"):
+            self.next()
+            power = self.parse_exponent()
+            if power == ("neg", ONE) and name in ("sin", "cos", "tan", "sec", "csc", "cot"):
+                name, power = "arc" + name, None
+        if self.at("op", "_") and name == "log":
+            self.next()
+            base = self.parse_braced_arg()
+        self.fn_depth += 1
+        try:
+            if name in ("gcd", "lcm", "max", "min"):
+                self.expect("open", "(")
+                args = [self.parse_additive()]
+                while self.at("comma"):
+                    self.next()
+                    args.append(self.parse_additive())
+                self.expect("close", ")")
+                node: Node = ("fn", name, tuple(args))
+            else:
+                arg = self.parse_fn_arg()
+                if base is not None:
+                    node = ("fn", "logb", (base, arg))
+                elif name == "exp":
+                    node = ("pow", ("const", "e"), arg)
+                else:
+                    node = ("fn", name, (arg,))
+        finally:
+            self.fn_depth -= 1
+        if power is not None:
+            node = ("pow", node, power)
+        return node
+
+    def parse_fn_arg(self) -> Node:
+        """``sin(x)``, ``\\sin{x}``, or ``\\sin 2x`` (a product without + or -)."""
+        if self.at("open", "(") or self.at("open", "{"):
+            opener = self.next()[1]
+            inner = self.parse_additive()
+            self.expect("close", ")" if opener == "(" else "}")
+            node = inner
+            while self.at("deg"):
+                self.next()
+                node = ("div", _mul([node, _PI]), _num(180))
+            return node
+        factors = [self.parse_unary()]
+        while self.starts_factor() and not self.at("fn"):
+            factors.append(self.parse_unary(implicit=True))
+        return _mul(factors)
+
+    def parse_command(self, name: str) -> Node:
+        if name == "frac":
+            num = self.parse_braced_arg()
+            den = self.parse_braced_arg()
+            return ("div", num, den)
+        if name == "binom":
+            n = self.parse_braced_arg()
+            k = self.parse_braced_arg()
+            return ("fn", "binom", (n, k))
+        if name == "sqrt":
+            if self.at("open", "["):
+                self.next()
+                index = self.parse_additive()
+                self.expect("close", "]")
+                self.fn_depth += 1
+                arg = self.parse_braced_arg()
+                self.fn_depth -= 1
+                return ("fn", "root", (index, arg))
+            return ("fn", "sqrt", (self.parse_braced_arg(),))
+        if name == "overline":
+            raise ParseError("\\overline outside a decimal")
+        raise ParseError(f"unexpected \\{name}")
+
+    def parse_env(self, env: str) -> Node:
+        if env not in _MATRIX_ENVS:
+            raise ParseError(f"unsupported environment {env}")
+        rows: list[tuple[Node, ...]] = []
+        row: list[Node] = []
+        while True:
+            if self.at("end"):
+                self.next()
+                break
+            if self.at("eof"):
+                raise ParseError("unterminated matrix")
+            row.append(self.parse_additive())
+            if self.at("amp"):
+                self.next()
+            elif self.at("rowsep"):
+                self.next()
+                rows.append(tuple(row))
+                row = []
+        if row:
+            rows.append(tuple(row))
+        if not rows or any(len(r) != len(rows[0]) for r in rows):
+            raise ParseError("ragged matrix")
+        return ("matrix", tuple(rows))
+
+
+def _mul(factors: list[Node]) -> Node:
+    return factors[0] if len(factors) == 1 else ("mul", tuple(factors))
+
+
+_REPEATING_RE = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}|(\d*)\.(\d*)\((\d+)\)$")
+
+
+def _repeating(m: re.Match[str]) -> str:
+    whole, fixed, rep = (m.group(1), m.group(2), m.group(3)) if m.group(3) else m.group(4, 5, 6)
+    whole = whole or "0"
+    value = Fraction(
+        int(whole + fixed + rep) - int(whole + fixed), 10 ** len(fixed) * (10 ** len(rep) - 1)
+    )
+    return f"({value.numerator}/{value.denominator})"
+
+
+@functools.lru_cache(maxsize=8192)
+def parse(answer: str) -> Node:
+    """Parse a normalised answer (see :func:`normalize`) into an AST; raise :class:`ParseError`.
+
+    >>> parse(r"\\frac{3}{4}")
+    ('div', ('num', Fraction(3, 1), 1), ('num', Fraction(4, 1), 1))
+    >>> parse("x = 1, 2")[0]
+    'list'
+    """
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise ParseError("answer too long")
+    if not answer:
+        raise ParseError("empty answer")
+    if "overline" in answer or answer.endswith(")"):
+        answer = _REPEATING_RE.sub(_repeating, answer)
+    if _UNIT_PHRASES.search(answer):
+        answer = _UNIT_PHRASES.sub("", answer).strip()
+    toks = tokenize(answer)
+    if not toks:
+        raise ParseError("empty answer")
+    return _Parser(list(toks)).parse()

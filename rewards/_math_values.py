@@ -1,0 +1,500 @@
+"""Turn parsed answers into comparable values and compare them: tuples, sets, solution lists,
+intervals and unions, inequalities, equations and assignments, matrices, special answers.
+
+Values are tagged tuples:
+
+``("S", node)`` scalar, ``("T", open, close, items)`` ordered tuple, ``("F", items)`` set
+(braces), ``("L", items)`` bare list (compared as a set), ``("I", intervals)`` a set of reals,
+``("M", rows)`` matrix, ``("A", var, value)`` assignment ``x = ...``, ``("D", pairs)`` several
+assignments, ``("E", lhs, rhs)`` an equation, ``("R", node, var)`` a relation only sympy can solve,
+``("X", name)`` a special answer (undefined...), ``("W", text)`` words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from llmgym.rewards._math_eval import (
+    HasSymbols,
+    NotExact,
+    NotScalar,
+    Options,
+    TooBig,
+    Undefined,
+    _ctx,
+    all_pairs_match,
+    equations_equivalent,
+    exact,
+    real_key,
+    scalar_eq,
+    symbols,
+)
+from llmgym.rewards._math_parse import Node
+
+Value = tuple[Any, ...]
+Interval = tuple[Any, Node, bool, Any, Node, bool]  # lo_key, lo, lo_closed, hi_key, hi, hi_closed
+
+SCALAR_KINDS = {
+    "num",
+    "based",
+    "sym",
+    "const",
+    "inf",
+    "add",
+    "mul",
+    "div",
+    "neg",
+    "pow",
+    "fn",
+    "pm",
+}
+_POS_INF: Node = ("inf", 1)
+_NEG_INF: Node = ("inf", -1)
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
+
+SetSolver = Callable[[Node, Node, Options], bool | None]
+_set_solver: list[SetSolver] = []
+
+
+def set_set_solver(fn: SetSolver) -> None:
+    """Install the function that compares relations sympy must solve (the worker)."""
+    _set_solver[:] = [fn]
+
+
+# ---------------------------------------------------------------------------------------------
+# Building values
+# ---------------------------------------------------------------------------------------------
+
+
+def _expand_pm(node: Node) -> list[Node]:
+    """``a \\pm b`` -> [a + b, a - b], recursively (at most 4 variants)."""
+    if not isinstance(node, tuple) or not node or not isinstance(node[0], str):
+        return [node]
+    if node[0] == "pm":
+        lefts = _expand_pm(node[1])
+        rights = _expand_pm(node[2])
+        out = []
+        for sign in ("+", "-") if node[3] == "+" else ("-", "+"):
+            for left in lefts:
+                for right in rights:
+                    out.append(("add", (left, right if sign == "+" else ("neg", right))))
+        return out[:4]
+    variants: list[list[Any]] = [[node[0]]]
+    for child in node[1:]:
+        if isinstance(child, tuple) and child and isinstance(child[0], str):
+            options = _expand_pm(child)
+        elif isinstance(child, tuple) and child and isinstance(child[0], tuple):
+            combos: list[tuple[Node, ...]] = [()]
+            for c in child:
+                combos = [t + (o,) for t in combos for o in _expand_pm(c)][:4]
+            options = combos  # type: ignore[assignment]
+        else:
+            options = [child]
+        variants = [v + [o] for v in variants for o in options][:4]
+    return [tuple(v) for v in variants]
+
+
+def _has_pm(node: Node) -> bool:
+    return "'pm'" in repr(node)
+
+
+def _flatten_lists(vals: list[Value]) -> list[Value]:
+    out: list[Value] = []
+    for v in vals:
+        if v[0] == "L":
+            out.extend(v[1])
+        else:
+            out.append(v)
+    return out
+
+
+def to_value(node: Node) -> Value:
+    """The comparable value of a parsed answer.
+
+    >>> from llmgym.rewards._math_parse import parse
+    >>> to_value(parse("x = 3"))
+    ('A', 'x', ('S', ('num', Fraction(3, 1), 1)))
+    """
+    kind = node[0]
+    if kind in SCALAR_KINDS:
+        if kind == "pm" or _has_pm(node):
+            return ("L", tuple(("S", n) for n in _expand_pm(node)))
+        return ("S", node)
+    if kind == "special":
+        name = node[1]
+        if name == "empty":
+            return ("F", ())
+        if name == "reals":
+            return ("I", (_interval(_NEG_INF, False, _POS_INF, False),))
+        return ("X", name)
+    if kind == "text":
+        return ("W", " ".join(str(node[1]).lower().split()))
+    if kind == "tuple":
+        return ("T", node[1], node[2], tuple(to_value(x) for x in node[3]))
+    if kind == "set":
+        return ("F", tuple(_flatten_lists([to_value(x) for x in node[1]])))
+    if kind == "matrix":
+        return ("M", tuple(tuple(to_value(x) for x in row) for row in node[1]))
+    if kind == "list":
+        return _list_value([to_value(x) for x in node[1]])
+    if kind == "or":
+        return _or_value([to_value(x) for x in node[1]])
+    if kind == "rel":
+        return _rel_value(node)
+    if kind == "setop":
+        return _setop_value(node)
+    raise NotScalar
+
+
+def _list_value(vals: list[Value]) -> Value:
+    assigns = [v for v in vals if v[0] == "A"]
+    if assigns and len(assigns) == len(vals):
+        names = [v[1] for v in assigns]
+        if len(set(names)) == len(names) and all(v[2][0] != "I" for v in assigns):
+            return ("D", tuple(sorted((v[1], v[2]) for v in assigns)))
+        if len(set(names)) == 1:
+            return ("A", names[0], _or_inner([v[2] for v in assigns]))
+    if vals and vals[0][0] == "A" and all(v[0] in ("S", "L") for v in vals[1:]):
+        # x = 1, 2: a solution list for x
+        return ("A", vals[0][1], ("L", tuple(_flatten_lists([vals[0][2], *vals[1:]]))))
+    return ("L", tuple(_flatten_lists(vals)))
+
+
+def _or_inner(vals: list[Value]) -> Value:
+    """Values joined by "or" for one variable: a list of points, or a union of sets of reals."""
+    if all(v[0] in ("S", "L") for v in vals):
+        return ("L", tuple(_flatten_lists(vals)))
+    sets = [to_realset(v) for v in vals]
+    if any(s is None for s in sets):
+        return ("L", tuple(vals))
+    return ("I", normalize_realset([i for s in sets if s is not None for i in s]))
+
+
+def _or_value(vals: list[Value]) -> Value:
+    if all(v[0] == "A" for v in vals) and len({v[1] for v in vals}) == 1:
+        return ("A", vals[0][1], _or_inner([v[2] for v in vals]))
+    return ("L", tuple(_flatten_lists(vals)))
+
+
+def _is_const(node: Node) -> bool:
+    return node[0] in SCALAR_KINDS and not symbols(node)
+
+
+def _rel_value(node: Node) -> Value:
+    exprs, ops = node[1], node[2]
+    if all(op == "=" for op in ops):
+        lhs, rhs = exprs[0], exprs[-1]
+        if lhs[0] == "sym":
+            return ("A", lhs[1], to_value(rhs))
+        if rhs[0] == "sym" and len(exprs) == 2:
+            return ("A", rhs[1], to_value(lhs))
+        if (
+            lhs[0] == "tuple"
+            and rhs[0] == "tuple"
+            and len(lhs[3]) == len(rhs[3])
+            and all(x[0] == "sym" for x in lhs[3])
+        ):
+            return (
+                "D",
+                tuple(sorted((x[1], to_value(y)) for x, y in zip(lhs[3], rhs[3], strict=False))),
+            )
+        if all(e[0] in SCALAR_KINDS for e in exprs):
+            if _is_const(rhs) and (_is_const(lhs) or len(exprs) > 2):
+                return to_value(rhs)  # "3 \times 4 = 12": the value is what it equals
+            return ("E", lhs, rhs)
+        raise NotScalar
+    if len(ops) == 1 and ops[0] == "in" and exprs[0][0] == "sym":
+        return ("A", exprs[0][1], to_value(exprs[1]))
+    if all(e[0] in SCALAR_KINDS for e in exprs):
+        names = set().union(*(symbols(e) for e in exprs))
+        if len(names) == 1:
+            var = next(iter(names))
+            solved = _solve_linear_chain(exprs, ops, var)
+            if solved is not None:
+                return ("A", var, ("I", solved))
+            return ("A", var, ("R", node, var))
+    raise NotScalar
+
+
+# ---------------------------------------------------------------------------------------------
+# Sets of reals
+# ---------------------------------------------------------------------------------------------
+
+
+def _interval(lo: Node, lo_closed: bool, hi: Node, hi_closed: bool) -> Interval:
+    lo_key, hi_key = real_key(lo), real_key(hi)
+    ctx = _ctx()
+    # a closed bracket at infinity ("[2, \infty]") is read as open
+    if lo_key == -ctx.inf:
+        lo_closed = False
+    if hi_key == ctx.inf:
+        hi_closed = False
+    return (lo_key, lo, lo_closed, hi_key, hi, hi_closed)
+
+
+def normalize_realset(intervals: list[Interval]) -> tuple[Interval, ...]:
+    """Sorted, disjoint, non-empty intervals (overlapping or touching ones merged)."""
+    live = [iv for iv in intervals if iv[0] < iv[3] or (iv[0] == iv[3] and iv[2] and iv[5])]
+    live.sort(key=lambda iv: (iv[0], not iv[2]))
+    out: list[Interval] = []
+    for iv in live:
+        if out:
+            cur = out[-1]
+            touches = iv[0] < cur[3] or (iv[0] == cur[3] and (cur[5] or iv[2]))
+            if touches:
+                if iv[3] > cur[3] or (iv[3] == cur[3] and iv[5] and not cur[5]):
+                    out[-1] = (cur[0], cur[1], cur[2], iv[3], iv[4], iv[5])
+                continue
+        out.append(iv)
+    return tuple(out)
+
+
+def _complement(ivs: tuple[Interval, ...]) -> tuple[Interval, ...]:
+    ctx = _ctx()
+    out: list[Interval] = []
+    lo_key, lo, lo_closed = -ctx.inf, _NEG_INF, False
+    for iv in ivs:
+        out.append((lo_key, lo, lo_closed, iv[0], iv[1], not iv[2]))
+        lo_key, lo, lo_closed = iv[3], iv[4], not iv[5]
+    out.append((lo_key, lo, lo_closed, ctx.inf, _POS_INF, False))
+    return normalize_realset(out)
+
+
+def _intersect(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
+    out: list[Interval] = []
+    for x in a:
+        for y in b:
+            lo = x if (x[0] > y[0] or (x[0] == y[0] and not x[2])) else y
+            hi = x if (x[3] < y[3] or (x[3] == y[3] and not x[5])) else y
+            out.append((lo[0], lo[1], lo[2], hi[3], hi[4], hi[5]))
+    return normalize_realset(out)
+
+
+def to_realset(v: Value) -> tuple[Interval, ...] | None:
+    """The value as a set of reals, or None (an ordered pair of non-reals, symbols...)."""
+    try:
+        kind = v[0]
+        if kind == "I":
+            return v[1]  # type: ignore[no-any-return]
+        if kind == "A":
+            return to_realset(v[2])
+        if kind == "T" and len(v[3]) == 2 and all(x[0] == "S" for x in v[3]):
+            lo, hi = v[3][0][1], v[3][1][1]
+            iv = _interval(lo, v[1] == "[", hi, v[2] == "]")
+            if not iv[0] < iv[3]:
+                return None
+            return (iv,)
+        if kind in ("F", "L") and all(x[0] == "S" for x in v[1]):
+            return normalize_realset([_interval(x[1], True, x[1], True) for x in v[1]])
+        if kind == "S":
+            return normalize_realset([_interval(v[1], True, v[1], True)])
+    except (HasSymbols, NotExact, Undefined, TooBig, NotScalar, ValueError, ArithmeticError):
+        return None
+    return None
+
+
+def _setop_value(node: Node) -> Value:
+    a, b = to_realset(to_value(node[2])), to_realset(to_value(node[3]))
+    if a is None or b is None:
+        raise NotScalar
+    if node[1] == "cup":
+        return ("I", normalize_realset(list(a) + list(b)))
+    if node[1] == "cap":
+        return ("I", _intersect(a, b))
+    return ("I", _intersect(a, _complement(b)))
+
+
+def _linear(expr: Node, var: str) -> tuple[Fraction, Fraction] | None:
+    """(slope, intercept) if ``expr`` is linear in ``var`` with rational coefficients."""
+    try:
+        values = [exact(expr, {var: Fraction(x)}) for x in (0, 1, 2, Fraction(7, 3))]
+    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ZeroDivisionError):
+        return None
+    if not all(isinstance(x, Fraction) for x in values):
+        return None
+    v0, v1, v2, v3 = values
+    slope = v1 - v0
+    if v2 - v1 != slope or v3 - v0 != slope * Fraction(7, 3):
+        return None
+    return slope, v0  # type: ignore[return-value]
+
+
+def _half_line(op: str, point: Fraction) -> tuple[Interval, ...]:
+    """{x : x op point}."""
+    p: Node = ("num", point, 0)
+    if op == "=":
+        return normalize_realset([_interval(p, True, p, True)])
+    if op == "!=":
+        return _complement(normalize_realset([_interval(p, True, p, True)]))
+    if op in ("<", "<="):
+        return normalize_realset([_interval(_NEG_INF, False, p, op == "<=")])
+    return normalize_realset([_interval(p, op == ">=", _POS_INF, False)])
+
+
+def _solve_linear_chain(
+    exprs: tuple[Node, ...], ops: tuple[str, ...], var: str
+) -> tuple[Interval, ...] | None:
+    """Solve ``e0 op1 e1 op2 e2 ...`` for ``var`` when every link is linear; else None."""
+    ctx = _ctx()
+    result: tuple[Interval, ...] = ((-ctx.inf, _NEG_INF, False, ctx.inf, _POS_INF, False),)
+    for left, op, right in zip(exprs, ops, exprs[1:], strict=False):
+        if op not in _FLIP:
+            return None
+        if left[0] == "inf" or right[0] == "inf" or (left[0] == "neg" and left[1][0] == "inf"):
+            continue  # -oo < x: no constraint
+        lin = _linear(("add", (left, ("neg", right))), var)
+        if lin is None:
+            return None
+        slope, intercept = lin
+        if slope == 0:
+            holds = {
+                "<": intercept < 0,
+                "<=": intercept <= 0,
+                ">": intercept > 0,
+                ">=": intercept >= 0,
+                "=": intercept == 0,
+                "!=": intercept != 0,
+            }[op]
+            if not holds:
+                return ()
+            continue
+        # slope * x + intercept op 0  <=>  x op' -intercept / slope
+        link_op = op if slope > 0 else _FLIP[op]
+        result = _intersect(result, _half_line(link_op, -intercept / slope))
+    return result
+
+
+def realset_eq(a: tuple[Interval, ...], b: tuple[Interval, ...], opts: Options) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=False):
+        if x[2] != y[2] or x[5] != y[5]:
+            return False
+        if not (scalar_eq(x[1], y[1], opts) and scalar_eq(x[4], y[4], opts)):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------------------------
+
+
+def _matrix_of(v: Value) -> tuple[tuple[Value, ...], ...] | None:
+    """A nested list ``[[1, 2], [3, 4]]`` read as a matrix."""
+    if v[0] == "M":
+        return v[1]  # type: ignore[no-any-return]
+    if v[0] in ("T", "L") and v[-1] and all(x[0] == "T" for x in v[-1]):
+        rows = tuple(x[3] for x in v[-1])
+        if len({len(r) for r in rows}) == 1:
+            return rows
+    return None
+
+
+def _vector_of(v: Value) -> tuple[Value, ...] | None:
+    if v[0] == "M":
+        rows = v[1]
+        if len(rows) == 1:
+            return rows[0]  # type: ignore[no-any-return]
+        if all(len(r) == 1 for r in rows):
+            return tuple(r[0] for r in rows)
+        return None
+    if v[0] == "T":
+        return v[3]  # type: ignore[no-any-return]
+    return None
+
+
+def values_eq(a: Value, b: Value, opts: Options) -> bool:
+    """Whether two answer values are equal (the semantics are documented in ``math.py``)."""
+    ka, kb = a[0], b[0]
+    # assignments: x = 3 vs 3, x = 3 vs x = 3, y = 2x + 1 vs 2x - y + 1 = 0
+    if ka == "A" and kb == "A":
+        if a[1] == b[1]:
+            return values_eq(a[2], b[2], opts)
+        return False
+    if ka == "A" and kb == "E" or ka == "E" and kb == "A":
+        (av, bv) = (a, b) if ka == "A" else (b, a)
+        if av[2][0] != "S":
+            return False
+        return equations_equivalent(("sym", av[1]), av[2][1], bv[1], bv[2], opts)
+    if ka == "A" and kb != "D":
+        return values_eq(a[2], b, opts)
+    if kb == "A" and ka != "D":
+        return values_eq(a, b[2], opts)
+    if ka == "E" and kb == "E":
+        return equations_equivalent(a[1], a[2], b[1], b[2], opts)
+    if ka == "D" or kb == "D":
+        return _dict_eq(a, b, opts)
+    if ka == "S" and kb == "S":
+        return scalar_eq(a[1], b[1], opts)
+    if ka == "R" or kb == "R":
+        return _relation_eq(a, b, opts)
+    if ka == "X" or kb == "X":
+        return ka == kb and a[1] == b[1]
+    if ka == "W" or kb == "W":
+        return ka == kb and a[1] == b[1]
+    if ka == "I" or kb == "I":
+        sa, sb = to_realset(a), to_realset(b)
+        return sa is not None and sb is not None and realset_eq(sa, sb, opts)
+    if ka == "T" and kb == "T":
+        if len(a[3]) != len(b[3]):
+            return False
+        if len(a[3]) == 2 and (a[1], a[2]) != (b[1], b[2]):
+            return False  # (1, 2) vs [1, 2]: open vs closed interval, or a point vs a list
+        return all(values_eq(x, y, opts) for x, y in zip(a[3], b[3], strict=False))
+    if ka in ("F", "L") and kb in ("F", "L"):
+        return all_pairs_match(a[1], b[1], lambda x, y: values_eq(x, y, opts))
+    if ka in ("F", "L") and kb == "S":
+        return len(a[1]) >= 1 and all(values_eq(x, b, opts) for x in a[1])
+    if kb in ("F", "L") and ka == "S":
+        return len(b[1]) >= 1 and all(values_eq(a, y, opts) for y in b[1])
+    if ka == "M" or kb == "M":
+        ma, mb = _matrix_of(a), _matrix_of(b)
+        if ma is not None and mb is not None:
+            if len(ma) != len(mb) or any(len(r) != len(s) for r, s in zip(ma, mb, strict=False)):
+                return False
+            return all(
+                values_eq(x, y, opts)
+                for r, s in zip(ma, mb, strict=False)
+                for x, y in zip(r, s, strict=False)
+            )
+        va, vb = _vector_of(a), _vector_of(b)
+        if va is not None and vb is not None and len(va) == len(vb) and len(va) > 1:
+            return all(values_eq(x, y, opts) for x, y in zip(va, vb, strict=False))
+        return False
+    return False
+
+
+def _dict_eq(a: Value, b: Value, opts: Options) -> bool:
+    if a[0] == "D" and b[0] == "D":
+        if [k for k, _ in a[1]] != [k for k, _ in b[1]]:
+            return False
+        return all(values_eq(x, y, opts) for (_, x), (_, y) in zip(a[1], b[1], strict=False))
+    d, other = (a, b) if a[0] == "D" else (b, a)
+    items = other[3] if other[0] == "T" else other[1] if other[0] == "L" else None
+    if items is None or len(items) != len(d[1]):
+        return False
+    # x = 1, y = 2 vs (1, 2): values in alphabetical order of the variables
+    return all(values_eq(x, y, opts) for (_, x), y in zip(d[1], items, strict=False))
+
+
+def _relation_eq(a: Value, b: Value, opts: Options) -> bool:
+    if a[0] == "R" and b[0] == "R" and a[1] == b[1]:
+        return True
+    if not _set_solver:
+        return False
+    left = a[1] if a[0] == "R" else _realset_node(a)
+    right = b[1] if b[0] == "R" else _realset_node(b)
+    if left is None or right is None:
+        return False
+    return bool(_set_solver[0](left, right, opts))
+
+
+def _realset_node(v: Value) -> Node | None:
+    """A set of reals as a node the sympy worker understands."""
+    rs = to_realset(v)
+    if rs is None:
+        return None
+    return ("realset", tuple((iv[1], iv[2], iv[4], iv[5]) for iv in rs))
