@@ -205,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llmgym", description=__doc__)
     parser.add_argument(
         "--spec",
+        dest="spec_files",
         action="append",
         default=[],
         help="register the envs of a YAML/TOML spec first (repeatable)",
@@ -267,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import llmgym
 
-        for spec in args.spec:
+        for spec in args.spec_files:
             llmgym.load_spec(spec, overwrite=True)
         if getattr(args, "n", 0) is not None and getattr(args, "n", 0) < 0:
             parser.error("--n must be >= 0")

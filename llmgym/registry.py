@@ -38,6 +38,12 @@ def make(id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     """
     try:
         return gym.make(id, **kwargs)
+    except TypeError as e:
+        if "unexpected keyword argument" not in str(e):
+            raise
+        raise error.Error(
+            f"{id} does not take that argument: {str(e).split(' was raised')[0]}"
+        ) from None
     except gym.error.UnregisteredEnv as e:
         if isinstance(e, error.Error):
             raise
