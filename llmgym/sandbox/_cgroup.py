@@ -1,0 +1,249 @@
+"""Per-run cgroups (v1 or v2, chosen at run time) for memory, pids and CPU accounting.
+
+One :class:`CgroupRun` per execution (two for compiled languages: the compile step is accounted
+apart). The parent creates it, the run's init joins it by writing to ``cgroup.procs`` file
+descriptors handed to it, and the parent reads the counters and removes it after the run.
+
+- v1 (e.g. this project's CI hosts, hybrid mounts included): ``memory``, ``pids`` and ``cpuacct``
+  hierarchies, nested under the caller's own cgroup in each, so a session-wide limit still holds.
+- v2: a ``llmgym`` cgroup at the root of the unified hierarchy with the memory and pids
+  controllers delegated to it (a cgroup that holds processes cannot delegate: see
+  ``cgroups(7)``, "no internal processes").
+
+Without write access to either, :class:`CgroupManager` reports why and the sandbox degrades to
+rlimits (``RLIMIT_AS``, ``RLIMIT_NPROC``) and ``getrusage`` measurements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+__all__ = ["CgroupManager", "CgroupRun"]
+
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+_ROOT = "/sys/fs/cgroup"
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """Controller (or "" for v2) -> path of this process's cgroup."""
+    out: dict[str, str] = {}
+    for line in _read("/proc/self/cgroup").splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(",") if controllers else [""]:
+            out[c] = path
+    return out
+
+
+class CgroupRun:
+    """The cgroup(s) of one run: a directory per v1 controller, or one v2 directory."""
+
+    def __init__(self, manager: CgroupManager, dirs: dict[str, str]) -> None:
+        self.manager = manager
+        self.dirs = dirs  # controller -> directory ("" for v2)
+
+    def open_procs(self) -> list[int]:
+        """Write-only fds of ``cgroup.procs``: writing ``b"0"`` moves the writer in."""
+        return [
+            os.open(f"{d}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
+        ]
+
+    def cpu_time_s(self) -> float | None:
+        try:
+            if self.manager.version == 1:
+                return int(_read(self.dirs["cpuacct"] + "/cpuacct.usage")) / 1e9
+            for line in _read(self.dirs[""] + "/cpu.stat").splitlines():
+                key, value = line.split()
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError, KeyError):
+            pass
+        return None
+
+    def peak_memory_bytes(self) -> int | None:
+        try:
+            if self.manager.version == 1:
+                return int(_read(self.dirs["memory"] + "/memory.max_usage_in_bytes"))
+            return int(_read(self.dirs[""] + "/memory.peak"))
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def oom_kills(self) -> int:
+        try:
+            if self.manager.version == 1:
+                text = _read(self.dirs["memory"] + "/memory.oom_control")
+            else:
+                text = _read(self.dirs[""] + "/memory.events")
+        except (OSError, KeyError):
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for d in self.dirs.values():
+            try:
+                out.update(int(p) for p in _read(d + "/cgroup.procs").split())
+            except OSError:
+                pass
+        return sorted(out)
+
+    def kill_all(self) -> None:
+        """SIGKILL everything still in the cgroup (backstop: the run's pid namespace does it first)."""
+        if self.manager.version == 2:
+            try:
+                _write(self.dirs[""] + "/cgroup.kill", "1")
+                return
+            except OSError:
+                pass
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.002)
+
+    def remove(self, timeout: float = 2.0) -> None:
+        """Remove the directories, waiting (bounded) for dying processes to leave."""
+        deadline = time.monotonic() + timeout
+        for d in self.dirs.values():
+            while True:
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        self.kill_all()
+                        try:
+                            os.rmdir(d)
+                        except OSError:
+                            pass
+                        break
+                    time.sleep(0.001)
+
+
+class CgroupManager:
+    """Finds a writable cgroup hierarchy once; hands out per-run cgroups."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.version: int | None = None
+        self.reason = ""
+        self._bases: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        self._prefix = f"r{os.getpid()}-"
+        if not enabled:
+            self.reason = "cgroups disabled by the caller"
+            return
+        try:
+            self._detect()
+        except OSError as exc:
+            self.version = None
+            self.reason = (
+                f"cgroups unavailable ({exc.strerror or exc}): limits fall back to rlimits"
+            )
+
+    @property
+    def available(self) -> bool:
+        return self.version is not None
+
+    def describe(self) -> str:
+        if self.version is None:
+            return f"none ({self.reason})"
+        return f"v{self.version} ({', '.join(sorted(self._bases.values()))})"
+
+    def _detect(self) -> None:
+        if os.path.exists(f"{_ROOT}/cgroup.controllers"):
+            self._setup_v2()
+            return
+        own = _own_cgroups()
+        missing = [c for c in _V1_CONTROLLERS if not os.path.isdir(f"{_ROOT}/{c}")]
+        if missing:
+            raise OSError(0, f"cgroup v1 controllers not mounted: {missing}")
+        for c in _V1_CONTROLLERS:
+            rel = own.get(c, "/").lstrip("/")
+            base = os.path.join(_ROOT, c, rel, "llmgym")
+            os.makedirs(base, exist_ok=True)
+            self._bases[c] = base
+        # Probe: a run cgroup can be made, limited and removed.
+        probe = self.create(64, 8)
+        probe.remove()
+        self.version = 1
+
+    def _setup_v2(self) -> None:
+        controllers = _read(f"{_ROOT}/cgroup.controllers").split()
+        for needed in ("memory", "pids"):
+            if needed not in controllers:
+                raise OSError(0, f"cgroup v2 controller {needed!r} not available at the root")
+        base = f"{_ROOT}/llmgym"
+        os.makedirs(base, exist_ok=True)
+        enabled = _read(f"{_ROOT}/cgroup.subtree_control").split()
+        for c in ("memory", "pids"):
+            if c not in enabled:
+                _write(f"{_ROOT}/cgroup.subtree_control", f"+{c}")
+        if set(_read(f"{base}/cgroup.subtree_control").split()) < {"memory", "pids"}:
+            _write(f"{base}/cgroup.subtree_control", "+memory +pids")
+        self._bases[""] = base
+        self.version = 2
+        probe = self.create(64, 8)
+        probe.remove()
+
+    def create(self, memory_mb: int, max_processes: int) -> CgroupRun:
+        """A new run cgroup with ``memory_mb`` MiB and ``max_processes`` tasks at most."""
+        name = f"{self._prefix}{next(self._counter)}"
+        dirs = {c: os.path.join(b, name) for c, b in self._bases.items()}
+        made: dict[str, str] = {}
+        try:
+            for c, d in dirs.items():
+                os.mkdir(d)
+                made[c] = d
+            limit = memory_mb << 20
+            if "memory" in dirs:
+                _write(dirs["memory"] + "/memory.limit_in_bytes", str(limit))
+                if os.path.exists(dirs["memory"] + "/memory.memsw.limit_in_bytes"):
+                    try:
+                        _write(dirs["memory"] + "/memory.memsw.limit_in_bytes", str(limit))
+                    except OSError:
+                        pass
+                _write(dirs["pids"] + "/pids.max", str(max_processes))
+            else:
+                d = dirs[""]
+                _write(d + "/memory.max", str(limit))
+                try:
+                    _write(d + "/memory.swap.max", "0")
+                except OSError:
+                    pass
+                _write(d + "/pids.max", str(max_processes))
+        except OSError:
+            CgroupRun(self, made).remove()
+            raise
+        return CgroupRun(self, dirs)
+
+    def close(self) -> None:
+        """Remove this process's base directories when nothing else uses them."""
+        for base in self._bases.values():
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass

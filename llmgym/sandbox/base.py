@@ -1,0 +1,286 @@
+"""The backend-independent part of a sandbox: argument checking, ``run_many`` and ``arun``."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import os
+import posixpath
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmgym.sandbox.errors import InvalidRunRequest, SandboxClosed
+from llmgym.sandbox.languages import Language, resolve_language
+from llmgym.sandbox.limits import Limits
+from llmgym.sandbox.result import ExecResult
+
+__all__ = ["RunRequest", "Sandbox", "default_concurrency", "make_request"]
+
+_RUN_KWARGS = ("code", "command", "files", "stdin", "language", "limits", "compile_limits", "env")
+
+
+def default_concurrency() -> int:
+    """The number of CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One validated execution request (what ``run()``'s arguments mean)."""
+
+    language: Language
+    limits: Limits
+    compile_limits: Limits
+    code: str | None = None
+    command: tuple[str, ...] | None = None
+    files: tuple[tuple[str, bytes, int], ...] = ()
+    """(relative path under /tmp, content, mode)."""
+    stdin: bytes = b""
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def compiled(self) -> bool:
+        return self.code is not None and self.language.compile is not None
+
+    def all_files(self) -> list[tuple[str, bytes, int]]:
+        out = list(self.files)
+        if self.code is not None:
+            out.append((self.language.source, self.code.encode("utf-8", "surrogatepass"), 0o644))
+        return out
+
+
+def _clean_path(name: object) -> str:
+    if not isinstance(name, str):
+        raise InvalidRunRequest(f"files keys are paths (str), actual type: {type(name).__name__}")
+    if not name or "\0" in name or name.startswith("/"):
+        raise InvalidRunRequest(
+            f"files key {name!r} must be a non-empty relative path (it lands under /tmp)"
+        )
+    norm = posixpath.normpath(name)
+    if norm.startswith("..") or norm in (".", ""):
+        raise InvalidRunRequest(f"files key {name!r} must stay inside /tmp (no '..')")
+    return norm
+
+
+def make_request(
+    code: str | None = None,
+    *,
+    command: str | Sequence[str] | None = None,
+    files: Mapping[str, str | bytes] | None = None,
+    stdin: str | bytes = "",
+    language: str = "python",
+    limits: Limits | Mapping[str, Any] | None = None,
+    compile_limits: Limits | Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunRequest:
+    """Check ``run()``'s arguments; raise :class:`InvalidRunRequest` with a fix when they are wrong."""
+    lang = resolve_language(language)
+    if code is None and command is None:
+        raise InvalidRunRequest("run() needs code= (a program) or command= (a command line)")
+    if code is not None and command is not None:
+        raise InvalidRunRequest(
+            "run() takes code= or command=, not both: put extra sources in files= and run them "
+            "with command="
+        )
+    if code is not None and not isinstance(code, str):
+        raise InvalidRunRequest(f"code expects a str, actual type: {type(code).__name__}")
+    cmd: tuple[str, ...] | None = None
+    if command is not None:
+        if isinstance(command, str):
+            cmd = ("/bin/sh", "-c", command)
+        elif isinstance(command, Sequence) and all(isinstance(a, str) for a in command):
+            cmd = tuple(command)
+        else:
+            raise InvalidRunRequest("command expects a str (run by /bin/sh -c) or a list of str")
+        if not cmd or not cmd[0]:
+            raise InvalidRunRequest("command must not be empty")
+    clean_files: list[tuple[str, bytes, int]] = []
+    if files is not None:
+        if not isinstance(files, Mapping):
+            raise InvalidRunRequest(
+                f"files expects a mapping path -> str|bytes, actual type: {type(files).__name__}"
+            )
+        for name, content in files.items():
+            path = _clean_path(name)
+            if isinstance(content, str):
+                data = content.encode("utf-8", "surrogatepass")
+            elif isinstance(content, (bytes, bytearray, memoryview)):
+                data = bytes(content)
+            else:
+                raise InvalidRunRequest(
+                    f"files[{name!r}] expects str or bytes, actual type: {type(content).__name__}"
+                )
+            if code is not None and path == lang.source:
+                raise InvalidRunRequest(
+                    f"files[{name!r}] collides with the {lang.name} source file; rename it"
+                )
+            clean_files.append((path, data, 0o755 if data.startswith(b"#!") else 0o644))
+    if isinstance(stdin, str):
+        stdin_bytes = stdin.encode("utf-8", "surrogatepass")
+    elif isinstance(stdin, (bytes, bytearray, memoryview)):
+        stdin_bytes = bytes(stdin)
+    else:
+        raise InvalidRunRequest(f"stdin expects str or bytes, actual type: {type(stdin).__name__}")
+    env_dict: dict[str, str] = {}
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise InvalidRunRequest(f"env expects a mapping, actual type: {type(env).__name__}")
+        for k, v in env.items():
+            if not isinstance(k, str) or not isinstance(v, str) or not k or "=" in k or "\0" in k + v:
+                raise InvalidRunRequest(f"env entry {k!r}={v!r} is not a valid variable")
+            env_dict[k] = v
+    lim = Limits.coerce(dict(limits) if isinstance(limits, Mapping) else limits)
+    clim = (
+        lang.compile_limits
+        if compile_limits is None
+        else Limits.coerce(dict(compile_limits) if isinstance(compile_limits, Mapping) else compile_limits)
+    )
+    return RunRequest(
+        language=lang,
+        limits=lim,
+        compile_limits=clim,
+        code=code,
+        command=cmd,
+        files=tuple(clean_files),
+        stdin=stdin_bytes,
+        env=env_dict,
+    )
+
+
+class Sandbox(abc.ABC):
+    """A place to run untrusted programs. Subclasses implement :meth:`_execute`.
+
+    Thread-safe: ``run`` may be called from many threads at once. ``run_many`` and ``arun`` keep at
+    most ``max_concurrency`` runs in flight (default: the number of usable CPUs), so CPU-bound
+    programs never share a core and their wall times stay honest.
+    """
+
+    backend: str = "abstract"
+
+    def __init__(self, *, max_concurrency: int | None = None) -> None:
+        if max_concurrency is not None and (
+            not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise InvalidRunRequest(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        self.max_concurrency = max_concurrency or default_concurrency()
+        self._closed = False
+        self._executor_lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        code: str | None = None,
+        *,
+        command: str | Sequence[str] | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        stdin: str | bytes = "",
+        language: str = "python",
+        limits: Limits | Mapping[str, Any] | None = None,
+        compile_limits: Limits | Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run one program and return what happened. See the package docstring."""
+        request = make_request(
+            code,
+            command=command,
+            files=files,
+            stdin=stdin,
+            language=language,
+            limits=limits,
+            compile_limits=compile_limits,
+            env=env,
+        )
+        return self.execute(request)
+
+    def execute(self, request: RunRequest) -> ExecResult:
+        """Run an already validated :class:`RunRequest`."""
+        if self._closed:
+            raise SandboxClosed(f"this {self.backend} sandbox is closed; create a new one")
+        try:
+            return self._execute(request)
+        except Exception as exc:  # noqa: BLE001 - an infrastructure failure is a result, not a crash
+            return ExecResult.sandbox_failure(
+                f"{type(exc).__name__}: {exc}", language=request.language.name, backend=self.backend
+            )
+
+    def run_many(
+        self, items: Iterable[Mapping[str, Any]], *, concurrency: int | None = None
+    ) -> list[ExecResult]:
+        """Run many programs, each item being ``run()``'s keyword arguments; order is kept.
+
+        Every item is checked before anything runs. At most ``concurrency`` (default
+        ``max_concurrency``) run at once.
+        """
+        requests = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise InvalidRunRequest(
+                    f"run_many item {i} expects a dict of run() arguments, actual type: "
+                    f"{type(item).__name__}"
+                )
+            unknown = set(item) - set(_RUN_KWARGS)
+            if unknown:
+                raise InvalidRunRequest(
+                    f"run_many item {i} has unknown keys {sorted(unknown)}; valid: {list(_RUN_KWARGS)}"
+                )
+            requests.append(make_request(**item))
+        if not requests:
+            return []
+        workers = min(concurrency or self.max_concurrency, len(requests))
+        if workers == 1:
+            return [self.execute(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llmgym-sandbox") as pool:
+            return list(pool.map(self.execute, requests))
+
+    async def arun(self, code: str | None = None, **kwargs: Any) -> ExecResult:
+        """``run()`` for asyncio: at most ``max_concurrency`` in flight across all callers."""
+        request = make_request(code, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._shared_executor(), self.execute, request)
+
+    def isolation(self) -> dict[str, Any]:
+        """What this backend isolates and what is degraded on this host (for ``sandbox check``)."""
+        return {"backend": self.backend}
+
+    def close(self) -> None:
+        """Stop the backend's helpers (zygote, containers...). Idempotent."""
+        self._closed = True
+        with self._executor_lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed:
+                self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # -- for subclasses -----------------------------------------------------------------------
+
+    def _shared_executor(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.max_concurrency, thread_name_prefix="llmgym-sandbox-async"
+                )
+            return self._executor
+
+    @abc.abstractmethod
+    def _execute(self, request: RunRequest) -> ExecResult:
+        """Run ``request``; user-code failures are results, infrastructure failures may raise."""
