@@ -7,11 +7,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from llmgym.rewards import RewardResult, Verifier, get_verifier, safe_verify
-from llmgym.rewards.text import extract, wrap_for
-
 from llmgym import error
 from llmgym.core import LLMEnv, Message
+from llmgym.rewards import RewardResult, Verifier, get_verifier, safe_verify
+from llmgym.rewards.text import extract, wrap_for
 from llmgym.tasks import DatasetSource, Task, TaskSource
 
 TaskInput = str | Path | TaskSource | Iterable[Task | Mapping[str, Any]]

@@ -16,9 +16,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from llmgym.rewards.base import RewardResult, Rubric
-
 from llmgym import error
+from llmgym.rewards.base import RewardResult, Rubric
 
 Verifier = Callable[..., RewardResult]
 

@@ -7,12 +7,12 @@ import random
 import gymnasium as gym
 import numpy as np
 import pytest
-from llmgym.envs.declarative import DeclarativeEnv
-from llmgym.rewards import RewardResult
 
 import llmgym
 from llmgym import error
 from llmgym.core import Episode, LLMEnv, Turn, to_assistant_message
+from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.rewards import RewardResult
 from llmgym.tasks import Family, ProceduralSource, Subtask, Task, draft
 
 CAPITALS = [

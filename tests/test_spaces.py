@@ -7,9 +7,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given
 from hypothesis import strategies as st
-from llmgym.envs.declarative import DeclarativeEnv
 
 import llmgym
+from llmgym.envs.declarative import DeclarativeEnv
 from llmgym.spaces import Text
 
 UNICODE_TASKS = [

@@ -7,6 +7,8 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from llmgym import error
 from llmgym.rewards import get_verifier, list_verifiers, register_verifier, safe_verify
 from llmgym.rewards.base import RewardResult, Rubric
 from llmgym.rewards.text import (
@@ -19,8 +21,6 @@ from llmgym.rewards.text import (
     regex_match,
     wrap_for,
 )
-
-from llmgym import error
 
 HOSTILE = ["", "\x00" * 100, "\ud800", "a" * 10_000_000, "[" * 100_000, "{" * 50_000 + "}" * 50_000]
 
