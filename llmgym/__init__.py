@@ -38,6 +38,16 @@ import llmgym.envs  # noqa: E402,F401  (registers the built-in envs under llm/)
 
 load_plugins()
 
+
+def __getattr__(name: str) -> object:
+    # llmgym.evaluate lives in the evaluation layer, imported only when asked for.
+    if name == "evaluate":
+        from llmgym.evaluation import evaluate
+
+        return evaluate
+    raise AttributeError(f"module 'llmgym' has no attribute {name!r}")
+
+
 __all__ = [
     "DatasetSource",
     "EnvContractTests",
@@ -53,6 +63,7 @@ __all__ = [
     "__version__",
     "check_env",
     "error",
+    "evaluate",
     "list_envs",
     "list_families",
     "load_plugins",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -104,3 +108,23 @@ def test_ten_megabyte_answer_is_graded_promptly(env_id):
     _check_step(env, "x = 1\n" * (10 * 1024 * 1024 // 6))
     assert time.perf_counter() - start < 20
     env.close()
+
+
+def _first_tasks(env_id: str, hashseed: str) -> list[list[str]]:
+    code = (
+        "import json, sys, gymnasium as gym, llmgym\n"
+        f"env = gym.make({env_id!r})\n"
+        "out = [[env.reset(seed=s)[1]['task_id'], env.reset(seed=s)[0]] for s in range(3)]\n"
+        "print(json.dumps(out))\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED=hashseed)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_tasks_in_processes_with_different_hash_seeds(env_id):
+    assert _first_tasks(env_id, "1") == _first_tasks(env_id, "987654")
