@@ -1,0 +1,279 @@
+"""The evaluation commands of the ``llmgym`` CLI: eval, compare, report, reverify, export-rollouts.
+
+``add_subparsers(subparsers)`` adds them to an ``argparse`` subparsers object; each sets
+``func``, a callable taking the parsed arguments and returning the exit status.
+``python -m llmgym.evaluation <command> ...`` runs them without the main CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from llmgym import error
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _settings(items: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise error.Error(f"--set expects key=value, actual: {item!r}")
+        out[key.strip()] = _json_value(value)
+    return out
+
+
+def _ks(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise error.Error(
+            f"--k expects comma-separated ints such as 1,5,10, actual: {text!r}"
+        ) from None
+
+
+def _load_specs(paths: list[str] | None) -> None:
+    from llmgym.registry import load_spec
+
+    for p in paths or []:
+        load_spec(p, overwrite=True)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from llmgym.evaluation.runner import evaluate
+
+    _load_specs(args.env_spec)
+    env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
+    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+        raise error.Error("--env-kwargs expects a JSON object, e.g. '{\"difficulty\": 0.5}'")
+    result = evaluate(
+        args.envs or None,
+        args.policy,
+        suite=args.suite,
+        episodes=args.episodes,
+        samples=args.samples,
+        k=_ks(args.k),
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        settings=_settings(args.set),
+        concurrency=args.concurrency,
+        mode=args.mode,
+        env_workers=args.env_workers,
+        out=args.out,
+        overwrite=args.overwrite,
+        report=not args.no_report,
+        rollouts_format=args.rollouts_format,
+        progress=not args.no_progress,
+    )
+    o = result.summary["overall"]
+    print(
+        f"{o['episodes']} episodes over {o['tasks']} tasks: success {o['success_rate']:.4f} "
+        f"[{o['success_ci'][0]:.4f}, {o['success_ci'][1]:.4f}], mean reward {o['mean_reward']:.4f}"
+    )
+    for name, s in result.summary["by_env"].items():
+        print(
+            f"  {name}: success {s['success_rate']:.4f}, mean reward {s['mean_reward']:.4f}, "
+            f"errors {s['error_rate']:.3f}"
+        )
+    print(f"results: {result.results_path}")
+    if not args.no_report:
+        print(f"report: {result.report_path}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from llmgym.evaluation.compare import compare_runs, comparison_html, comparison_text
+    from llmgym.evaluation.rollouts import write_atomic
+
+    c = compare_runs(args.a, args.b, alpha=args.alpha, seed=args.seed)
+    print(comparison_text(c))
+    if args.json:
+        write_atomic(args.json, json.dumps(c, indent=1, default=repr))
+    if args.html:
+        write_atomic(args.html, comparison_html(c).encode("utf-8", "replace"))
+        print(f"report: {args.html}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from llmgym.evaluation.report import write_report
+
+    print(write_report(args.path, args.output))
+    return 0
+
+
+def _cmd_reverify(args: argparse.Namespace) -> int:
+    from llmgym.evaluation.rollouts import reverify, write_atomic
+
+    _load_specs(args.env_spec)
+    rep = reverify(
+        args.path, tolerance=args.tolerance, limit=args.limit, progress=not args.no_progress
+    )
+    print(rep.to_text())
+    if args.json:
+        write_atomic(args.json, json.dumps(rep.to_dict(examples=1000), indent=1, default=repr))
+    return 1 if rep.drift else 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from llmgym.evaluation.rollouts import export_sft
+
+    n = export_sft(
+        args.path,
+        args.output,
+        min_reward=args.min_reward,
+        success_only=not args.include_failures,
+        best_per_task=args.best_per_task,
+    )
+    print(f"wrote {n} examples to {args.output}")
+    return 0
+
+
+def add_subparsers(subparsers: Any) -> None:
+    """Add ``eval``, ``compare``, ``report``, ``reverify`` and ``export-rollouts``."""
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a policy on env ids or a suite",
+        description="Evaluate a policy on env ids or a versioned suite; writes results.jsonl, "
+        "summary.json and report.html to --out. Running again with the same --out resumes.",
+    )
+    p.add_argument("envs", nargs="*", help="env ids (or use --suite)")
+    p.add_argument("--suite", help="a shipped suite (core-v0) or a suite file")
+    p.add_argument(
+        "--policy",
+        default="oracle",
+        help="oracle | hf:<path> | openai:<model>@<url> | module:function (default: oracle)",
+    )
+    p.add_argument(
+        "--episodes",
+        type=int,
+        help="distinct tasks per env (default: suite pin, all of a dataset, or 100)",
+    )
+    p.add_argument("--samples", type=int, help="episodes per task, for pass@k (default 1)")
+    p.add_argument("--k", help="pass@k values, e.g. 1,5,10 (default: 1,2,5,10,... up to samples)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="task seed of env ids given here, and the statistics seed",
+    )
+    p.add_argument("--env-kwargs", help="JSON object of env kwargs, e.g. '{\"difficulty\": 0.5}'")
+    p.add_argument(
+        "--env-spec",
+        action="append",
+        metavar="FILE",
+        help="register declarative envs from a YAML/TOML spec first (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a sampling setting for the policy, e.g. temperature=0.7 (repeatable)",
+    )
+    p.add_argument(
+        "--concurrency", type=int, default=16, help="episodes in flight (batch size) (default 16)"
+    )
+    p.add_argument(
+        "--mode",
+        choices=("auto", "batch", "async"),
+        default="auto",
+        help="batched generate() or per-episode agenerate() (default: auto)",
+    )
+    p.add_argument(
+        "--env-workers", type=int, default=8, help="threads stepping envs (default 8; 0: inline)"
+    )
+    p.add_argument("--out", help="output folder (default evals/<UTC time>); reuse it to resume")
+    p.add_argument(
+        "--overwrite", action="store_true", help="discard a different run found in --out"
+    )
+    p.add_argument(
+        "--rollouts-format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="also write rollouts.parquet (needs pyarrow)",
+    )
+    p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_eval)
+
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two evaluation folders",
+        description="Two evaluation folders side by side: differences (B - A) with 95%% intervals "
+        "and p-values (paired on matched tasks, Holm-adjusted across envs).",
+    )
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling tests")
+    p.add_argument("--json", help="also write the comparison as JSON here")
+    p.add_argument("--html", help="also write an HTML page here")
+    p.set_defaults(func=_cmd_compare)
+
+    p = subparsers.add_parser(
+        "report",
+        help="HTML report of an evaluation folder or a training run",
+        description="Write report.html for an evaluation folder (results.jsonl) or a training "
+        "run (metrics.jsonl: every numeric key plotted, grouped by prefix).",
+    )
+    p.add_argument("path", help="RUN_DIR (or its metrics.jsonl / results.jsonl)")
+    p.add_argument("-o", "--output", help="where to write the page (default: PATH/report.html)")
+    p.set_defaults(func=_cmd_report)
+
+    p = subparsers.add_parser(
+        "reverify",
+        help="recompute stored rollouts' rewards with the current verifiers",
+        description="Replay stored rollouts (results.jsonl, rollouts*.jsonl/.parquet) through the "
+        "current envs and verifiers and report reward drift. Exit status 1 when there is drift.",
+    )
+    p.add_argument("path", help="a rollout file or folder")
+    p.add_argument("--tolerance", type=float, default=1e-6, help="reward change counted as drift")
+    p.add_argument("--limit", type=int, help="check only the first N rollouts")
+    p.add_argument(
+        "--env-spec", action="append", metavar="FILE", help="register declarative envs first"
+    )
+    p.add_argument("--json", help="also write the drift report as JSON here")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_cmd_reverify)
+
+    p = subparsers.add_parser(
+        "export-rollouts",
+        help="turn high-reward rollouts into an SFT dataset",
+        description="Write successful (or high-reward) rollouts as chat-messages SFT data: one "
+        '{"messages", "tools", "metadata"} per line (.jsonl) or a .parquet file.',
+    )
+    p.add_argument("path", help="a rollout file or folder")
+    p.add_argument("-o", "--output", required=True, help="output .jsonl or .parquet")
+    p.add_argument("--min-reward", type=float, help="keep rollouts with at least this reward")
+    p.add_argument("--include-failures", action="store_true", help="do not require success")
+    p.add_argument(
+        "--best-per-task", action="store_true", help="keep only the best rollout per task"
+    )
+    p.set_defaults(func=_cmd_export)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m llmgym.evaluation``: the evaluation commands on their own."""
+    parser = argparse.ArgumentParser(prog="python -m llmgym.evaluation")
+    add_subparsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except error.Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,799 @@
+"""Self-contained HTML reports: an evaluation's results, a training run's curves, a comparison.
+
+Each page is one file a person can open anywhere: inline CSS, figures drawn with
+matplotlib (no pyplot, no global state) and embedded as base64 PNG, no scripts, no
+external assets. Without matplotlib (``pip install 'llmgym[eval]'``) the page keeps its
+tables and says that figures need it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from llmgym import error
+from llmgym.evaluation.rollouts import load_jsonl, write_atomic
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#fff}
+main{max-width:1180px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px;margin:20px 0 6px}
+.sub{color:#59636e;margin-bottom:16px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #d0d7de;border-radius:8px;padding:10px 14px;min-width:140px}
+.card .v{font-size:22px;font-weight:600}.card .l{color:#59636e;font-size:12px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#59636e;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;border-radius:6px;font-size:12px;max-height:420px;overflow:auto}
+details{margin:6px 0}summary{cursor:pointer}
+.note{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px}
+.sig{font-weight:600;color:#1a7f37}.neg{font-weight:600;color:#cf222e}
+"""
+
+NO_MATPLOTLIB = (
+    "Figures need matplotlib, which is not installed: pip install 'llmgym[eval]' and run "
+    "`llmgym report` on this folder again."
+)
+
+
+# --- building blocks ---------------------------------------------------------------------------
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of any value (lone surrogates replaced)."""
+    text = value if isinstance(value, str) else str(value)
+    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for a table: ``-`` for missing, fixed digits for floats."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_ci(value: Any, ci: Any) -> str:
+    if value is None:
+        return "-"
+    if not ci or any(c is None or (isinstance(c, float) and math.isnan(c)) for c in ci):
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+class Raw(str):
+    """HTML that :func:`table` and :func:`page` insert as is (already escaped)."""
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric_from: int = 1) -> str:
+    """An HTML table; cells from column ``numeric_from`` on are right-aligned.
+
+    Cells are escaped unless given as ``Raw``.
+    """
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ' class="n"' if i >= numeric_from else ""
+            text = cell if isinstance(cell, Raw) else esc(cell)
+            cells.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def cards(items: Sequence[tuple[str, str]]) -> str:
+    inner = "".join(
+        f'<div class="card"><div class="v">{esc(v)}</div><div class="l">{esc(label)}</div></div>'
+        for label, v in items
+    )
+    return f'<div class="cards">{inner}</div>'
+
+
+def page(title: str, subtitle: str, sections: Sequence[str]) -> str:
+    """A whole HTML document."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>"
+        f'<h1>{esc(title)}</h1><div class="sub">{esc(subtitle)}</div>'
+        + "\n".join(sections)
+        + "</main></body></html>\n"
+    )
+
+
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def figure(
+    draw: Callable[[Any], None], *, width: float, height: float, caption: str, alt: str
+) -> str:
+    """A matplotlib figure drawn by ``draw(fig)``, embedded as a base64 PNG ``<figure>``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    draw(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}">'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
+
+
+def _grid(n: int, cols: int = 3) -> tuple[int, int]:
+    cols = max(1, min(cols, n))
+    return math.ceil(n / cols), cols
+
+
+# --- evaluation report ---------------------------------------------------------------------------
+
+
+def _ci_err(
+    stats: Sequence[Mapping[str, Any]], value: str, ci: str
+) -> tuple[list[float], list[list[float]]]:
+    vals: list[float] = []
+    err: list[list[float]] = [[], []]
+    for s in stats:
+        v = s.get(value)
+        v = 0.0 if v is None else float(v)
+        c = s.get(ci) or [v, v]
+        vals.append(v)
+        err[0].append(max(0.0, v - float(c[0])))
+        err[1].append(max(0.0, float(c[1]) - v))
+    return vals, err
+
+
+def _eval_figures(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    by_env = summary.get("by_env", {})
+    envs = list(by_env)
+    figs: list[str] = []
+    if not envs:
+        return figs
+    stats = [by_env[e] for e in envs]
+
+    def bars(fig: Any) -> None:
+        a, b = fig.subplots(1, 2)
+        for ax, (key, ci, label) in zip(
+            (a, b),
+            (
+                ("success_rate", "success_ci", "success rate"),
+                ("mean_reward", "reward_ci", "mean reward"),
+            ),
+            strict=True,
+        ):
+            vals, err = _ci_err(stats, key, ci)
+            ax.barh(range(len(envs)), vals, xerr=err, color="#4c72b0", capsize=3)
+            ax.set_yticks(range(len(envs)), [e[-40:] for e in envs], fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xlabel(label)
+            if key == "success_rate":
+                ax.set_xlim(0, 1)
+            ax.grid(axis="x", alpha=0.3)
+
+    figs.append(
+        figure(
+            bars,
+            width=11,
+            height=1.2 + 0.35 * len(envs),
+            alt="success and reward per env",
+            caption="Success rate and mean reward per env, with 95% bootstrap intervals over tasks.",
+        )
+    )
+
+    by_diff = summary.get("by_difficulty", {})
+    if any(len(v) > 1 for v in by_diff.values()):
+
+        def difficulty(fig: Any) -> None:
+            ax = fig.subplots()
+            for env, groups in by_diff.items():
+                labels = list(groups)
+                vals, err = _ci_err([groups[g] for g in labels], "success_rate", "success_ci")
+                ax.errorbar(range(len(labels)), vals, yerr=err, marker="o", capsize=3, label=env)
+                ax.set_xticks(range(len(labels)), labels, fontsize=8)
+            ax.set_xlabel("difficulty")
+            ax.set_ylabel("success rate")
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+
+        figs.append(
+            figure(
+                difficulty,
+                width=8,
+                height=4,
+                alt="success by difficulty",
+                caption="Success rate by difficulty (each env's own scale), 95% intervals.",
+            )
+        )
+
+    if any(len(s.get("pass_at_k") or {}) > 1 for s in stats):
+
+        def passk(fig: Any) -> None:
+            ax = fig.subplots()
+            for env, s in zip(envs, stats, strict=True):
+                table_ = s.get("pass_at_k") or {}
+                ks = sorted(int(k) for k in table_)
+                vals = [table_[str(k)]["value"] for k in ks]
+                lo = [table_[str(k)]["ci"][0] for k in ks]
+                hi = [table_[str(k)]["ci"][1] for k in ks]
+                line = ax.plot(ks, vals, marker="o", label=env)[0]
+                ax.fill_between(ks, lo, hi, alpha=0.15, color=line.get_color())
+            ax.set_xscale("log", base=2)
+            every_k = sorted({int(k) for s in stats for k in (s.get("pass_at_k") or {})})
+            ax.set_xticks(every_k, [str(k) for k in every_k])
+            ax.minorticks_off()
+            ax.set_xlabel("k")
+            ax.set_ylabel("pass@k")
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+
+        figs.append(
+            figure(
+                passk,
+                width=8,
+                height=4,
+                alt="pass@k",
+                caption="pass@k (unbiased estimator), shaded: 95% bootstrap interval over tasks.",
+            )
+        )
+
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        rewards[str(r.get("env"))].append(float(r.get("reward") or 0.0))
+
+    def histograms(fig: Any) -> None:
+        rows, cols = _grid(len(envs))
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for ax, env in zip(axes, envs, strict=False):
+            ax.hist(rewards.get(env, []), bins=20, color="#55a868")
+            ax.set_title(env, fontsize=9)
+            ax.set_xlabel("episode reward", fontsize=8)
+        for ax in axes[len(envs) :]:
+            ax.set_visible(False)
+
+    rows, _ = _grid(len(envs))
+    figs.append(
+        figure(
+            histograms,
+            width=11,
+            height=2.6 * rows,
+            alt="reward distributions",
+            caption="Distribution of episode rewards per env.",
+        )
+    )
+
+    fams = summary.get("by_family", {})
+    if len(fams) > 1:
+        names = sorted(fams, key=lambda f: fams[f].get("success_rate") or 0.0)[:60]
+
+        def families(fig: Any) -> None:
+            ax = fig.subplots()
+            vals, err = _ci_err([fams[f] for f in names], "success_rate", "success_ci")
+            ax.barh(range(len(names)), vals, xerr=err, color="#8172b3", capsize=2)
+            ax.set_yticks(range(len(names)), [n[-45:] for n in names], fontsize=7)
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("success rate")
+            ax.grid(axis="x", alpha=0.3)
+
+        figs.append(
+            figure(
+                families,
+                width=9,
+                height=1.0 + 0.22 * len(names),
+                alt="success by family",
+                caption="Success rate per task family (hardest first; at most 60 shown).",
+            )
+        )
+
+    sandbox = [(e, s["exec"]) for e, s in zip(envs, stats, strict=True) if s.get("exec")]
+    if sandbox:
+
+        def anomalies(fig: Any) -> None:
+            ax = fig.subplots()
+            kinds = ("timeout_rate", "memory_rate", "crash_rate", "output_limit_rate")
+            width = 0.8 / len(kinds)
+            for j, kind in enumerate(kinds):
+                ax.bar(
+                    [i + j * width for i in range(len(sandbox))],
+                    [x[kind] for _, x in sandbox],
+                    width=width,
+                    label=kind.removesuffix("_rate"),
+                )
+            ax.set_xticks(
+                [i + 0.4 - width / 2 for i in range(len(sandbox))],
+                [e for e, _ in sandbox],
+                fontsize=8,
+            )
+            ax.set_ylabel("share of executions")
+            ax.legend(fontsize=8)
+            ax.grid(axis="y", alpha=0.3)
+
+        figs.append(
+            figure(
+                anomalies,
+                width=8,
+                height=3.5,
+                alt="sandbox anomalies",
+                caption="Sandbox anomalies per execution: timeouts, memory kills, crashes, output limits.",
+            )
+        )
+
+    tokens = any((s.get("completion_tokens_mean") or 0) > 0 for s in stats)
+    multi = any((s.get("turns_mean") or 0) > 1 for s in stats)
+    if tokens or multi:
+
+        def costs(fig: Any) -> None:
+            keys = [("turns_mean", "turns / episode")] if multi else []
+            if tokens:
+                keys += [
+                    ("prompt_tokens_mean", "prompt tokens / episode"),
+                    ("completion_tokens_mean", "completion tokens / episode"),
+                ]
+            axes = fig.subplots(1, len(keys), squeeze=False).ravel()
+            for ax, (key, label) in zip(axes, keys, strict=True):
+                ax.barh(range(len(envs)), [s.get(key) or 0 for s in stats], color="#c44e52")
+                ax.set_yticks(range(len(envs)), [e[-30:] for e in envs], fontsize=8)
+                ax.invert_yaxis()
+                ax.set_xlabel(label)
+
+        figs.append(
+            figure(
+                costs,
+                width=11,
+                height=1.2 + 0.35 * len(envs),
+                alt="turns and tokens",
+                caption="Turns and tokens per episode.",
+            )
+        )
+    return figs
+
+
+def _stats_rows(groups: Mapping[str, Mapping[str, Any]], ks: Sequence[str]) -> list[list[Any]]:
+    rows = []
+    for name, s in groups.items():
+        p = s.get("pass_at_k") or {}
+        rows.append(
+            [
+                name,
+                s["episodes"],
+                s["tasks"],
+                fmt_ci(s.get("success_rate"), s.get("success_ci")),
+                fmt_ci(s.get("mean_reward"), s.get("reward_ci")),
+                *[fmt_ci(p[k]["value"], p[k]["ci"]) if k in p else "-" for k in ks],
+                fmt(s.get("turns_mean"), 2),
+                fmt(s.get("completion_tokens_mean"), 1),
+                fmt(s.get("error_rate")),
+            ]
+        )
+    return rows
+
+
+def _stats_table(groups: Mapping[str, Mapping[str, Any]], first: str) -> str:
+    ks = sorted({k for s in groups.values() for k in (s.get("pass_at_k") or {})}, key=int)
+    headers = [
+        first,
+        "episodes",
+        "tasks",
+        "success [95% CI]",
+        "mean reward [95% CI]",
+        *[f"pass@{k}" for k in ks],
+        "turns",
+        "completion tokens",
+        "error rate",
+    ]
+    return table(headers, _stats_rows(groups, ks))
+
+
+def _transcript(record: Mapping[str, Any], limit: int = 4000) -> str:
+    parts = []
+    for m in record.get("messages") or []:
+        content = str(m.get("content") or "")
+        if len(content) > limit:
+            content = content[:limit] + f"... [{len(content) - limit} more characters]"
+        calls = m.get("tool_calls")
+        if calls:
+            content += "\n-> " + json.dumps(calls, ensure_ascii=False, default=repr)[:limit]
+        parts.append(f"[{m.get('role')}] {content}")
+    return "\n\n".join(parts)
+
+
+def eval_report_html(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
+    """The report page of an evaluation from its summary and per-episode records."""
+    prov = summary.get("provenance") or {}
+    overall = summary.get("overall") or {}
+    title = f"llmgym evaluation: {prov.get('policy', '?')}"
+    subtitle = (
+        f"suite {summary.get('suite') or '(env ids)'} · llmgym {prov.get('llmgym_version', '?')} · "
+        f"{prov.get('started_at', '?')} → {prov.get('finished_at') or 'unfinished'}"
+    )
+    sections = [
+        cards(
+            [
+                ("success rate", fmt(overall.get("success_rate"))),
+                ("mean reward", fmt(overall.get("mean_reward"))),
+                ("episodes", fmt(overall.get("episodes"))),
+                ("tasks", fmt(overall.get("tasks"))),
+                ("policy/env errors", fmt(overall.get("error_rate"))),
+            ]
+        )
+    ]
+    if len(records) < int(summary.get("planned") or len(records)):
+        sections.append(
+            f'<p class="note">Partial results: {len(records)} of {summary.get("planned")} planned episodes.</p>'
+        )
+    if have_matplotlib():
+        sections.append("<h2>Figures</h2>" + "".join(_eval_figures(summary, records)))
+    else:
+        sections.append(f'<p class="note">{esc(NO_MATPLOTLIB)}</p>')
+    sections.append("<h2>Per environment</h2>" + _stats_table(summary.get("by_env", {}), "env"))
+    sections.append("<h2>Per domain</h2>" + _stats_table(summary.get("by_domain", {}), "domain"))
+    sections.append(
+        "<h2>Per family</h2>" + _stats_table(summary.get("by_family", {}), "domain/family")
+    )
+    diff = summary.get("by_difficulty", {})
+    if diff:
+        sections.append("<h2>Per difficulty</h2>")
+        for env, groups in diff.items():
+            sections.append(f"<h3>{esc(env)}</h3>" + _stats_table(groups, "difficulty"))
+    comp_rows = [
+        [env, name, fmt(v)]
+        for env, s in summary.get("by_env", {}).items()
+        for name, v in (s.get("components") or {}).items()
+    ]
+    if comp_rows:
+        sections.append(
+            "<h2>Reward components (mean per episode)</h2>"
+            + table(["env", "component", "mean"], comp_rows, 2)
+        )
+    sandbox_rows = [
+        [
+            env,
+            s["exec"]["executions"],
+            fmt(s["exec"]["timeout_rate"]),
+            fmt(s["exec"]["memory_rate"]),
+            fmt(s["exec"]["crash_rate"]),
+            fmt(s["exec"]["output_limit_rate"]),
+            fmt(s["exec"]["episode_anomaly_rate"]),
+            ", ".join(f"{k}: {v:.3f}" for k, v in s["exec"]["status_rates"].items()),
+        ]
+        for env, s in summary.get("by_env", {}).items()
+        if s.get("exec")
+    ]
+    if sandbox_rows:
+        sections.append(
+            "<h2>Sandbox</h2>"
+            + table(
+                [
+                    "env",
+                    "executions",
+                    "timeouts",
+                    "memory kills",
+                    "crashes",
+                    "output limit",
+                    "episodes with an anomaly",
+                    "statuses",
+                ],
+                sandbox_rows,
+            )
+        )
+    errors: dict[tuple[str, str], int] = defaultdict(int)
+    for r in records:
+        if r.get("status", "ok") != "ok":
+            errors[(str(r.get("status")), str(r.get("error"))[:300])] += 1
+    if errors:
+        counted = sorted(errors.items(), key=lambda item: -item[1])[:20]
+        rows = [[status, message, n] for (status, message), n in counted]
+        sections.append(
+            "<h2>Policy and env errors</h2>" + table(["status", "error", "episodes"], rows, 2)
+        )
+    examples = []
+    shown: dict[str, int] = defaultdict(int)
+    for r in records:
+        env = str(r.get("env"))
+        if not r.get("success") and shown[env] < 3:
+            shown[env] += 1
+            examples.append(
+                f"<details><summary>{esc(env)} · {esc(r.get('task_id'))} · reward {fmt(r.get('reward'))}"
+                f" · {esc(r.get('status'))}</summary><pre>{esc(_transcript(r))}</pre></details>"
+            )
+    if examples:
+        sections.append("<h2>Failed episodes (first 3 per env)</h2>" + "".join(examples))
+    sections.append(_provenance_section(summary))
+    return page(title, subtitle, sections)
+
+
+def _provenance_section(summary: Mapping[str, Any]) -> str:
+    prov = dict(summary.get("provenance") or {})
+    git = prov.get("git") or {}
+    rows: list[list[Any]] = [
+        ["llmgym", prov.get("llmgym_version")],
+        ["git commit", f"{git.get('commit', '-')}{' (dirty)' if git.get('dirty') else ''}"],
+        ["policy", prov.get("policy")],
+        ["sampling settings", json.dumps(prov.get("settings") or {})],
+        ["suite", json.dumps(prov.get("suite"))],
+        ["overrides of the suite", json.dumps(prov.get("overrides") or {})],
+        ["samples per task", prov.get("samples")],
+        ["statistics seed", prov.get("seed")],
+        ["started", prov.get("started_at")],
+        ["finished", prov.get("finished_at")],
+        ["sessions", len(prov.get("sessions") or [])],
+        ["machine", json.dumps(prov.get("machine") or {})],
+        ["packages", json.dumps(prov.get("packages") or {})],
+        ["command", " ".join(map(str, prov.get("argv") or []))],
+    ]
+    env_rows = [
+        [
+            e.get("name"),
+            e.get("id"),
+            e.get("version"),
+            json.dumps(e.get("kwargs")),
+            e.get("seed"),
+            e.get("episodes"),
+            e.get("tasks"),
+            e.get("entry_point"),
+        ]
+        for e in prov.get("envs") or []
+    ]
+    return (
+        "<h2>Provenance</h2>"
+        + table(["what", "value"], rows, 99)
+        + table(
+            ["name", "env id", "version", "kwargs", "seed", "episodes", "tasks", "entry point"],
+            env_rows,
+            99,
+        )
+    )
+
+
+def write_eval_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write ``report.html`` for an evaluation folder (``summary.json`` + ``results.jsonl``).
+
+    Without a ``summary.json`` (an unfinished run) the summary is computed from the results.
+    """
+    from llmgym.evaluation.metrics import summarize
+
+    run_dir = Path(run_dir)
+    records = load_jsonl(run_dir / "results.jsonl")
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        if not records:
+            raise error.Error(f"{run_dir} holds no evaluation results (results.jsonl)") from None
+        prov = {}
+        try:
+            prov = json.loads((run_dir / "provenance.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            pass
+        ks = prov.get("k") or [1]
+        summary = {"provenance": prov, "k": ks, "planned": None, **summarize(records, ks=ks)}
+    path = Path(out) if out is not None else run_dir / "report.html"
+    write_atomic(path, eval_report_html(summary, records).encode("utf-8", "replace"))
+    return path
+
+
+# --- training report ---------------------------------------------------------------------------
+
+_STEP_KEYS = ("step", "global_step", "iteration", "update")
+_GROUP_ORDER = (
+    "rewards",
+    "reward",
+    "eval",
+    "kl",
+    "entropy",
+    "losses",
+    "charts",
+    "sandbox",
+    "perf",
+    "throughput",
+)
+
+
+def _numeric(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def training_series(
+    rows: Sequence[Mapping[str, Any]],
+) -> tuple[str, dict[str, tuple[list[float], list[float]]]]:
+    """The step axis name and ``{key: (steps, values)}`` of every numeric key in ``rows``.
+
+    The step is the first of ``step``, ``global_step``, ``iteration``, ``update`` that the
+    rows have, else the row number. Non-numeric, boolean and non-finite values are skipped.
+
+    >>> axis, s = training_series([{"step": 1, "kl": 0.1, "note": "x"}, {"step": 2, "kl": 0.2}])
+    >>> axis, s
+    ('step', {'kl': ([1.0, 2.0], [0.1, 0.2])})
+    """
+    axis = next((k for k in _STEP_KEYS if any(_numeric(r.get(k)) is not None for r in rows)), "row")
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for i, row in enumerate(rows):
+        x = _numeric(row.get(axis)) if axis != "row" else float(i)
+        if x is None:
+            x = float(i)
+        for key, value in row.items():
+            if key == axis:
+                continue
+            y = _numeric(value)
+            if y is None:
+                continue
+            xs, ys = series.setdefault(str(key), ([], []))
+            xs.append(x)
+            ys.append(y)
+    return axis, series
+
+
+def group_keys(keys: Iterable[str]) -> dict[str, list[str]]:
+    """Keys grouped by their prefix before ``/`` (``misc`` for none); known groups first.
+
+    >>> group_keys(["losses/pg", "kl", "rewards/math", "charts/sps"])
+    {'rewards': ['rewards/math'], 'losses': ['losses/pg'], 'charts': ['charts/sps'], 'misc': ['kl']}
+    """
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key in sorted(keys):
+        prefix, sep, _ = key.partition("/")
+        groups[prefix if sep else "misc"].append(key)
+
+    def rank(name: str) -> tuple[int, str]:
+        return (_GROUP_ORDER.index(name) if name in _GROUP_ORDER else len(_GROUP_ORDER), name)
+
+    return {g: groups[g] for g in sorted(groups, key=rank)}
+
+
+def _ema(values: Sequence[float], weight: float = 0.9) -> list[float]:
+    out, acc = [], values[0]
+    for v in values:
+        acc = weight * acc + (1 - weight) * v
+        out.append(acc)
+    return out
+
+
+def training_report_html(
+    rows: Sequence[Mapping[str, Any]], *, title: str, meta: Mapping[str, Any] | None = None
+) -> str:
+    """The page of a training run's curves: every numeric key, grouped by prefix."""
+    axis, series = training_series(rows)
+    groups = group_keys(series)
+    sections = [
+        cards(
+            [
+                ("logged rows", str(len(rows))),
+                ("metrics", str(len(series))),
+                (
+                    f"last {axis}",
+                    fmt(max((x for xs, _ in series.values() for x in xs), default=None), 0),
+                ),
+            ]
+        )
+    ]
+    if not series:
+        sections.append('<p class="note">No numeric metrics found in metrics.jsonl.</p>')
+    plots = have_matplotlib()
+    if not plots and series:
+        sections.append(f'<p class="note">{esc(NO_MATPLOTLIB)}</p>')
+    for group, keys in groups.items():
+        sections.append(f"<h2>{esc(group)}</h2>")
+        if plots:
+
+            def draw(fig: Any, keys: Sequence[str] = keys) -> None:
+                rows_, cols = _grid(len(keys))
+                axes = fig.subplots(rows_, cols, squeeze=False).ravel()
+                for ax, key in zip(axes, keys, strict=False):
+                    xs, ys = series[key]
+                    if len(ys) > 20:
+                        ax.plot(xs, ys, color="#4c72b0", alpha=0.3, linewidth=1)
+                        ax.plot(xs, _ema(ys), color="#4c72b0", linewidth=1.6)
+                    else:
+                        ax.plot(xs, ys, color="#4c72b0", marker="o", markersize=3)
+                    ax.set_title(key, fontsize=9)
+                    ax.set_xlabel(axis, fontsize=8)
+                    ax.tick_params(labelsize=7)
+                    ax.grid(alpha=0.3)
+                for ax in axes[len(keys) :]:
+                    ax.set_visible(False)
+
+            n_rows, _ = _grid(len(keys))
+            sections.append(
+                figure(
+                    draw,
+                    width=11,
+                    height=2.6 * n_rows,
+                    alt=f"{group} curves",
+                    caption=f"{group}: raw values (faint) and an exponential moving average when there are many points.",
+                )
+            )
+        sections.append(
+            table(
+                ["metric", "points", "first", "last", "min", "max"],
+                [
+                    [
+                        k,
+                        len(series[k][1]),
+                        fmt(series[k][1][0], 4),
+                        fmt(series[k][1][-1], 4),
+                        fmt(min(series[k][1]), 4),
+                        fmt(max(series[k][1]), 4),
+                    ]
+                    for k in keys
+                ],
+            )
+        )
+    if meta:
+        sections.append(
+            "<h2>Run configuration</h2><pre>"
+            + esc(json.dumps(meta, indent=1, default=repr))
+            + "</pre>"
+        )
+    return page(title, f"{len(rows)} rows of metrics.jsonl", sections)
+
+
+def write_training_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write ``report.html`` of a training run from ``RUN_DIR/metrics.jsonl``.
+
+    A torn last line (a run still writing, or killed) is ignored. ``config.json`` or
+    ``provenance.json`` beside it, when present, is shown as the run's configuration.
+    """
+    run_dir = Path(run_dir)
+    metrics = run_dir / "metrics.jsonl" if run_dir.is_dir() else run_dir
+    if not metrics.is_file():
+        raise error.Error(f"No metrics.jsonl in {run_dir}: a training run logs its metrics there")
+    rows = load_jsonl(metrics)
+    meta: dict[str, Any] = {}
+    for name in ("config.json", "provenance.json"):
+        try:
+            meta[name] = json.loads((metrics.parent / name).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+    html_text = training_report_html(
+        rows, title=f"llmgym training run: {metrics.parent.name}", meta=meta
+    )
+    path = Path(out) if out is not None else metrics.parent / "report.html"
+    write_atomic(path, html_text.encode("utf-8", "replace"))
+    return path
+
+
+def write_report(path: str | Path, out: str | Path | None = None) -> Path:
+    """A report of whatever ``path`` holds: an evaluation (``results.jsonl``) or a training
+    run (``metrics.jsonl``). A folder holding both gets the evaluation report in
+    ``report.html`` and the training report in ``training_report.html``."""
+    path = Path(path)
+    if path.is_file():
+        if path.name == "results.jsonl":
+            return write_eval_report(path.parent, out)
+        return write_training_report(path, out)
+    has_eval = (path / "results.jsonl").is_file()
+    has_train = (path / "metrics.jsonl").is_file()
+    if has_eval and has_train:
+        write_training_report(path, path / "training_report.html")
+        return write_eval_report(path, out)
+    if has_eval:
+        return write_eval_report(path, out)
+    if has_train:
+        return write_training_report(path, out)
+    raise error.Error(
+        f"{path} holds neither an evaluation (results.jsonl) nor a training run (metrics.jsonl)"
+    )
