@@ -1,0 +1,1 @@
+"""The longdoc domain (under construction)."""
