@@ -53,7 +53,6 @@ def _load_specs(paths: list[str] | None) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from llmgym.evaluation.runner import evaluate
 
-    _load_specs(args.env_spec)
     env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
         raise error.Error("--env-kwargs expects a JSON object, e.g. '{\"difficulty\": 0.5}'")
@@ -116,7 +115,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_reverify(args: argparse.Namespace) -> int:
     from llmgym.evaluation.rollouts import reverify, write_atomic
 
-    _load_specs(args.env_spec)
     rep = reverify(
         args.path, tolerance=args.tolerance, limit=args.limit, progress=not args.no_progress
     )
@@ -169,12 +167,6 @@ def add_subparsers(subparsers: Any) -> None:
         help="task seed of env ids given here, and the statistics seed",
     )
     p.add_argument("--env-kwargs", help="JSON object of env kwargs, e.g. '{\"difficulty\": 0.5}'")
-    p.add_argument(
-        "--env-spec",
-        action="append",
-        metavar="FILE",
-        help="register declarative envs from a YAML/TOML spec first (repeatable)",
-    )
     p.add_argument(
         "--set",
         action="append",
@@ -240,9 +232,6 @@ def add_subparsers(subparsers: Any) -> None:
     p.add_argument("path", help="a rollout file or folder")
     p.add_argument("--tolerance", type=float, default=1e-6, help="reward change counted as drift")
     p.add_argument("--limit", type=int, help="check only the first N rollouts")
-    p.add_argument(
-        "--env-spec", action="append", metavar="FILE", help="register declarative envs first"
-    )
     p.add_argument("--json", help="also write the drift report as JSON here")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_reverify)
@@ -266,9 +255,18 @@ def add_subparsers(subparsers: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m llmgym.evaluation``: the evaluation commands on their own."""
     parser = argparse.ArgumentParser(prog="python -m llmgym.evaluation")
+    parser.add_argument(
+        "--spec",
+        action="append",
+        dest="spec_files",
+        default=[],
+        metavar="FILE",
+        help="register the envs of a YAML/TOML spec first (repeatable)",
+    )
     add_subparsers(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
+        _load_specs(args.spec_files)
         return int(args.func(args))
     except error.Error as e:
         print(f"error: {e}", file=sys.stderr)

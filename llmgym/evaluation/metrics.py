@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased pass@k estimator of Chen et al. (2021): ``1 - C(n-c, k) / C(n, k)``.
 
     The chance that at least one of ``k`` samples drawn without replacement from ``n``
-    samples, ``c`` of them correct, is correct. Computed as a stable product.
+    samples, ``c`` of them correct, is correct. Computed exactly in integers, then rounded
+    once to a float.
 
     >>> pass_at_k(10, 3, 1)
     0.3
@@ -42,8 +44,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         raise ValueError(f"pass@{k} needs at least {k} samples per task, actual: {n}")
     if n - c < k:
         return 1.0
-    # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
-    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=np.float64)))
+    n, c, k = int(n), int(c), int(k)
+    total = math.comb(n, k)
+    return float(Fraction(total - math.comb(n - c, k), total))
 
 
 def bootstrap_ci(

@@ -596,10 +596,14 @@ def write_eval_report(run_dir: str | Path, out: str | Path | None = None) -> Pat
 # --- training report ---------------------------------------------------------------------------
 
 _STEP_KEYS = ("step", "global_step", "iteration", "update")
+_SKIP_KEYS = frozenset({"time", "timestamp", "wall_time"})
+"""Clock readings logged beside the metrics: an axis, not a curve."""
 _GROUP_ORDER = (
     "rewards",
     "reward",
+    "success",
     "eval",
+    "misc",
     "kl",
     "entropy",
     "losses",
@@ -607,6 +611,8 @@ _GROUP_ORDER = (
     "sandbox",
     "perf",
     "throughput",
+    "time",
+    "scheduler",
 )
 
 
@@ -623,7 +629,8 @@ def training_series(
     """The step axis name and ``{key: (steps, values)}`` of every numeric key in ``rows``.
 
     The step is the first of ``step``, ``global_step``, ``iteration``, ``update`` that the
-    rows have, else the row number. Non-numeric, boolean and non-finite values are skipped.
+    rows have, else the row number. Non-numeric, boolean and non-finite values are skipped,
+    and so are clock readings (``time``, ``timestamp``).
 
     >>> axis, s = training_series([{"step": 1, "kl": 0.1, "note": "x"}, {"step": 2, "kl": 0.2}])
     >>> axis, s
@@ -636,7 +643,7 @@ def training_series(
         if x is None:
             x = float(i)
         for key, value in row.items():
-            if key == axis:
+            if key == axis or key in _SKIP_KEYS:
                 continue
             y = _numeric(value)
             if y is None:
@@ -651,7 +658,7 @@ def group_keys(keys: Iterable[str]) -> dict[str, list[str]]:
     """Keys grouped by their prefix before ``/`` (``misc`` for none); known groups first.
 
     >>> group_keys(["losses/pg", "kl", "rewards/math", "charts/sps"])
-    {'rewards': ['rewards/math'], 'losses': ['losses/pg'], 'charts': ['charts/sps'], 'misc': ['kl']}
+    {'rewards': ['rewards/math'], 'misc': ['kl'], 'losses': ['losses/pg'], 'charts': ['charts/sps']}
     """
     groups: dict[str, list[str]] = defaultdict(list)
     for key in sorted(keys):
