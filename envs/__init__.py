@@ -8,9 +8,14 @@ from llmgym.registry import register
 
 # --- math (envs/math/) ------------------------------------------------------------------------
 
+register(id="llm/Math-v0", entry_point="llmgym.envs.math:MathEnv")
+
 # --- coding (envs/coding/) --------------------------------------------------------------------
 
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
+
+register(id="llm/ToolCalling-v0", entry_point="llmgym.envs.tools.env:ToolCallingEnv")
+register(id="llm/FunctionCalling-v0", entry_point="llmgym.envs.tools.single:FunctionCallingEnv")
 
 # --- long documents (envs/longdoc/) -----------------------------------------------------------
 
