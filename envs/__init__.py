@@ -8,8 +8,6 @@ from llmgym.registry import register
 
 # --- math (envs/math/) ------------------------------------------------------------------------
 
-register(id="llm/Math-v0", entry_point="llmgym.envs.math:MathEnv")
-
 # --- coding (envs/coding/) --------------------------------------------------------------------
 
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
