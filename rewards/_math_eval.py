@@ -157,7 +157,7 @@ def _ipow(a: Exact, k: int) -> Exact:
     if k * (_bits(a) + 1) > MAX_BITS:
         raise TooBig
     result: Exact = Fraction(1)
-    base = a
+    base: Exact = a
     while k:
         if k & 1:
             result = _mul2(result, base)
@@ -626,6 +626,8 @@ def _log_value(ctx: Any, node: Node) -> Any:
         return _log_value(ctx, node[1]) - _log_value(ctx, node[2])
     if kind == "fn" and node[1] == "fact":
         return ctx.loggamma(numeric(node[2][0]) + 1)
+    if kind not in ("num", "const", "fn"):
+        raise NotExact  # a sum of huge numbers: its logarithm cannot separate +1
     v = numeric(node)
     if ctx.im(v) != 0 or v <= 0:
         raise NotExact
@@ -661,13 +663,16 @@ def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
     syms = symbols(a) | symbols(b)
     if syms:
         return _identity_eq(a, b, sorted(syms), opts)
+    too_big = False
     try:
         ea, eb = exact(a), exact(b)
         return _close_exact(ea, eb, opts)
     except (NotExact, Undefined):
         pass
-    except (TooBig, NotScalar):
-        return _big_eq(a, b)
+    except TooBig:
+        too_big = True
+    except NotScalar:
+        return False
     except (ZeroDivisionError, ValueError, ArithmeticError):
         return False
     ctx = _ctx()
@@ -675,6 +680,19 @@ def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
     try:
         with ctx.workdps(dps):
             va, vb = numeric(a), numeric(b)
+            magnitude = max(_log2abs(ctx, va), _log2abs(ctx, vb)) * 0.30103
+            if too_big or magnitude > dps - 20:
+                # a difference of 1 in a number this large is below the precision: decide
+                # by structure or logarithm, never by a rounded difference
+                if magnitude > 900 or opts.tolerant:
+                    return (
+                        _close_numeric(ctx, va, vb, opts, ctx.mpf(0))
+                        if opts.tolerant
+                        else _big_eq(a, b)
+                    )
+                with ctx.workdps(int(magnitude) + 60):
+                    va, vb = numeric(a), numeric(b)
+                    return _close_numeric(ctx, va, vb, opts, ctx.mpf(10) ** (-50 - int(magnitude)))
             return _close_numeric(ctx, va, vb, opts, ctx.mpf(10) ** (10 - dps))
     except (Undefined, NotExact):
         return False
@@ -703,7 +721,7 @@ def _sample_points(names: list[str], a: Node, b: Node) -> list[dict[str, Fractio
     primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47]
     points = []
     for k in range(_SAMPLES):
-        point = {}
+        point: dict[str, Fraction] = {}
         for name in names:
             value = Fraction(rng.randint(2, 60), rng.choice(primes)) + Fraction(
                 rng.randint(1, 9), 97
@@ -753,9 +771,42 @@ def _identity_eq(a: Node, b: Node, names: list[str], opts: Options) -> bool:
     return _fallback(a, b, opts)
 
 
+def _has_big_constant(node: Node) -> bool:
+    """Whether a variable-free part of ``node`` is too large to evaluate (sympy would try)."""
+    if node[0] in ("num", "sym", "const", "inf", "based"):
+        return False
+    if not symbols(node):
+        try:
+            exact(node)
+        except TooBig:
+            return True
+        except NotExact:
+            try:
+                with _ctx().workdps(15):
+                    numeric(node)
+            except TooBig:
+                return True
+            except Exception:
+                return False
+            return False
+        except Exception:
+            return False
+        return False
+    children = [c for c in node[1:] if isinstance(c, tuple) and c]
+    flat: list[Node] = []
+    for c in children:
+        if isinstance(c[0], str):
+            flat.append(c)
+        else:
+            flat.extend(x for x in c if isinstance(x, tuple) and x and isinstance(x[0], str))
+    return any(_has_big_constant(c) for c in flat)
+
+
 def _fallback(a: Node, b: Node, opts: Options) -> bool:
     if fold(a) == fold(b):
         return True
+    if _has_big_constant(a) or _has_big_constant(b):
+        return False
     if _symbolic_fallback:
         verdict = _symbolic_fallback[0](a, b, opts)
         return bool(verdict)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from llmgym.rewards._math_parse import ParseError, normalize, parse
+from llmgym.rewards._math_parse import UNITS, ParseError, normalize, parse
 
-MAX_BOX_CHARS = 20_000
+MAX_BOX_CHARS = 100_000
 """A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""
 _LAST_BOXES = 12
+_TRUNCATED = "\x00truncated"
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox|framebox)(?![A-Za-z])\s*(?:\[[^\]\n]{0,20}\])?\s*")
 _BRACE_RE = re.compile(r"\\.|[{}]", re.S)
@@ -93,7 +94,18 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
             continue  # inside the previous box
         found = _box_content(text, m.end())
         if found is not None:
-            boxes.append((m.start(), found[1], found[0]))
+            content = found[0]
+            while True:  # \boxed{\boxed{5}}
+                inner = _BOX_RE.match(content.strip())
+                if not inner:
+                    break
+                unwrapped = _box_content(content.strip(), inner.end())
+                if unwrapped is None or unwrapped[1] != len(content.strip()):
+                    break
+                content = unwrapped[0]
+            boxes.append((m.start(), found[1], content))
+        elif m is matches[-1]:
+            boxes.append((m.start(), len(text), _TRUNCATED))
     return boxes
 
 
@@ -109,7 +121,7 @@ def _connective(gap: str) -> str | None:
         return "none"
     if set(words) <= {",", ";", "and"}:
         return "and"
-    if "or" in words and set(words) <= {"or", ",", ";", "either"}:
+    if "or" in words and len(words) <= 6:  # "or", "or maybe", ", or possibly even"
         return "or"
     return None
 
@@ -217,7 +229,12 @@ def _first_math_group(s: str) -> str | None:
 
 
 _CHOICE_RE = re.compile(r"\(?[A-J]\)?[.:)]?")
-_PROSE_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+_LONG_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}(?![A-Za-z])")
+_STOP_WORD_RE = re.compile(
+    r"(?i)(?<![\\A-Za-z])(?:so|the|is|we|it|get|are|of|to|be|has|was|for|if|not|an|then|thus)"
+    r"(?![A-Za-z])"
+)
+_NON_PROSE_RE = re.compile(r"\\(?:text|textbf|mathrm|mbox|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+")
 
 
 def _parses(candidate: str) -> bool:
@@ -275,10 +292,16 @@ def _bare(text: str) -> str | None:
     s = _strip_markdown(s)
     if _EITHER_RE.search(s) or _OR_SPLIT_RE.search(s):
         return s  # let unhedge judge it
+    plain = _NON_PROSE_RE.sub(" ", normalize(s))
+    words = [w for w in _LONG_WORD_RE.findall(plain) if w.lower() not in UNITS]
+    if _STOP_WORD_RE.search(plain) or len(words) > 1:
+        return None  # prose, not a bare answer
+    if words and re.search(r"[A-Za-z]", _LONG_WORD_RE.sub(" ", plain)):
+        return None  # a word plus letters ("no idea"); a word alone ("Devon", "12 eggs") is fine
     if _parses(s):
         return s
     # not math we parse, but no prose either (a hostile or exotic answer): compared as text
-    if len(s) <= 200 and "\n" not in s and not _PROSE_WORD_RE.search(re.sub(r"\\[A-Za-z]+", "", s)):
+    if len(s) <= 200 and "\n" not in s and not words:
         return s
     return None
 
@@ -309,6 +332,8 @@ def extract(response: str) -> tuple[str | None, str]:
         if after.strip():
             text = after
     boxes = find_boxes(text)
+    if boxes and boxes[-1][2] == _TRUNCATED:
+        return None, "truncated"  # the response stops inside its final \boxed{
     if boxes:
         group = [boxes[-1]]
         links: list[str] = []

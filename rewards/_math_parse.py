@@ -209,18 +209,18 @@ _SUBS: list[tuple[re.Pattern[str], Any]] = [
         ),
         # sizing and style commands that carry no meaning
         (r"\\(?:left|right|[bB]igg?[lrm]?|middle)(?![a-zA-Z])\s*\.?", ""),
-        (r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)", ""),
+        (r"(?<!\\)\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)", ""),
         (r"\\(?:[dtc]frac)(?![a-zA-Z])", r"\\frac"),
         (r"\\(?:[dt]binom)(?![a-zA-Z])", r"\\binom"),
-        (r"\\(?:[,;: >]|quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
+        (r"(?<!\\)\\(?:[,;: >]|quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
         (r"\\(?:hspace|vspace)\*?\{[^{}]*\}", " "),
         # degrees, percent and currency are units (see math.py)
         (
             r"\^\s*\{?\s*\\circ\s*\}?|\^\s*\{\s*\\text\{\s*o\s*\}\s*\}|\\(?:degree|textdegree)(?![a-zA-Z])",
             r" \\degreeunit ",
         ),
-        (r"\\%|%", " \\\\percentunit "),
-        (r"\\\$|\$", " "),
+        (r"(?<!\\)\\%|%", " \\\\percentunit "),
+        (r"(?<!\\)\\\$|\$", " "),
         (r"\\(?:euro|pounds|yen)(?![a-zA-Z])|[€£¥]", " "),
         # phrases that name special answers
         (
@@ -604,6 +604,9 @@ def _classify_text(content: str, depth: int) -> list[Token]:
         return [("or", "or")] if lc != "and" else [("and", "and")]
     if lc in ("undefined", "dne", "none", "infinity"):
         return _classify_word(lc)
+    unit = re.fullmatch(r"([A-Za-z]+)(?:\s*[/^]\s*[A-Za-z0-9]+)+", c)
+    if unit and unit.group(1).lower() in UNITS:
+        return [("unit", lc)]
     if re.fullmatch(r"[A-Za-z]+(?:[ -][A-Za-z]+)*", c):
         words = c.replace("-", " ").split()
         if all(w.lower() in UNITS for w in words):
@@ -764,6 +767,7 @@ def _literal(text: str) -> Node:
         raise ParseError(f"bad number {text[:20]!r}") from e
 
 
+_FUNCTION_LETTERS = {"f", "g", "h", "F", "G", "H", "P", "Q", "p", "q"}
 _CLOSERS = {"(": (")", "]"), "[": (")", "]"), "{": ("}",), "{s": ("{s",)}
 _MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array"}
 _STOP_UNITS = {"unit", "word", "per", "deg"}
@@ -1060,6 +1064,10 @@ class _Parser:
             if self.at("op", "_"):
                 self.next()
                 name = f"{name}_{self._subscript()}"
+            if name in _FUNCTION_LETTERS and self.at("open", "("):
+                call = self._function_call(name)
+                if call is not None:
+                    return call
             if name == "e":
                 return ("const", "e")
             if name == "i":
@@ -1088,6 +1096,24 @@ class _Parser:
         if kind == "begin":
             return self.parse_env(val)
         raise ParseError(f"unexpected {val!r}")
+
+    def _function_call(self, name: str) -> Node | None:
+        """``f(x)``, ``g(2)``: function notation, read as one opaque name (so ``f(x) = 2x``
+        is an assignment); None (and nothing consumed) for anything else, e.g. ``f(x+1)``."""
+        args = []
+        j = self.i + 1
+        while True:
+            kind, val = self.toks[j] if j < len(self.toks) else ("eof", None)
+            if kind not in ("id", "num"):
+                return None
+            args.append(str(val))
+            kind, val = self.toks[j + 1] if j + 1 < len(self.toks) else ("eof", None)
+            if kind == "close" and val == ")":
+                self.i = j + 2
+                return ("sym", f"{name}({','.join(args)})")
+            if kind != "comma":
+                return None
+            j += 2
 
     def _subscript(self) -> str:
         if self.at("open", "{"):
@@ -1142,7 +1168,8 @@ class _Parser:
         if self.at("op", "^"):
             self.next()
             power = self.parse_exponent()
-            if power == ("neg", ONE) and name in ("sin", "cos", "tan", "sec", "csc", "cot"):
+            inverse = power[0] == "neg" and power[1][0] == "num" and power[1][1] == 1
+            if inverse and name in ("sin", "cos", "tan", "sec", "csc", "cot"):
                 name, power = "arc" + name, None
         if self.at("op", "_") and name == "log":
             self.next()
@@ -1239,6 +1266,46 @@ def _mul(factors: list[Node]) -> Node:
     return factors[0] if len(factors) == 1 else ("mul", tuple(factors))
 
 
+def _wrap_depth(s: str, left: str, right: str) -> int:
+    """How many ``left ... right`` pairs wrap all of ``s`` (``((1))`` -> 2), in linear time."""
+    n = len(s)
+    depth = [0] * n
+    d = 0
+    for i, ch in enumerate(s):
+        if ch == left:
+            d += 1
+        elif ch == right:
+            d -= 1
+            if d < 0:
+                return 0
+        depth[i] = d
+    if d != 0:
+        return 0
+    # layer j+1 wraps s[j:n-j] iff every depth in s[j : n-j-1] stays >= j+1
+    half = n // 2
+    window_min = [0] * (half + 1)
+    best = n
+    for j in range(half - 1, -1, -1):
+        if j <= n - j - 2:
+            best = min(best, depth[j], depth[n - j - 2])
+        window_min[j] = best
+    w = 0
+    while w < half and s[w] == left and s[n - 1 - w] == right and window_min[w] >= w + 1:
+        w += 1
+    return w
+
+
+def strip_redundant_grouping(s: str) -> str:
+    """``((((1))))`` -> ``(1)`` and ``{{{x}}}`` -> ``{x}``: doubled grouping is meaningless, and
+    removing it keeps thousands of redundant levels from hitting the depth limit."""
+    for left, right in (("(", ")"), ("{", "}")):
+        if s.startswith(left * 2) and not (left == "{" and ("\\{" in s or "\\}" in s)):
+            w = _wrap_depth(s, left, right)
+            if w >= 2:
+                s = s[w - 1 : len(s) - (w - 1)]
+    return s
+
+
 _REPEATING_RE = re.compile(r"(\d*)\.(\d*)\\overline\{(\d+)\}|(\d*)\.(\d*)\((\d+)\)$")
 
 
@@ -1260,6 +1327,8 @@ def parse(answer: str) -> Node:
     >>> parse("x = 1, 2")[0]
     'list'
     """
+    if answer.startswith(("((", "{{")):
+        answer = strip_redundant_grouping(answer)
     if len(answer) > MAX_ANSWER_CHARS:
         raise ParseError("answer too long")
     if not answer:

@@ -306,17 +306,20 @@ def _setop_value(node: Node) -> Value:
     return ("I", _intersect(a, _complement(b)))
 
 
+_LINEAR_POINTS = (Fraction(0), Fraction(1), Fraction(-2), Fraction(7, 3), Fraction(-13, 5))
+
+
 def _linear(expr: Node, var: str) -> tuple[Fraction, Fraction] | None:
     """(slope, intercept) if ``expr`` is linear in ``var`` with rational coefficients."""
     try:
-        values = [exact(expr, {var: Fraction(x)}) for x in (0, 1, 2, Fraction(7, 3))]
+        values = [exact(expr, {var: x}) for x in _LINEAR_POINTS]
     except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ZeroDivisionError):
         return None
     if not all(isinstance(x, Fraction) for x in values):
         return None
-    v0, v1, v2, v3 = values
+    v0, v1 = values[0], values[1]
     slope = v1 - v0
-    if v2 - v1 != slope or v3 - v0 != slope * Fraction(7, 3):
+    if any(v != v0 + slope * x for v, x in zip(values, _LINEAR_POINTS, strict=True)):
         return None
     return slope, v0  # type: ignore[return-value]
 
@@ -442,7 +445,10 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
         if len(a[3]) != len(b[3]):
             return False
         if len(a[3]) == 2 and (a[1], a[2]) != (b[1], b[2]):
-            return False  # (1, 2) vs [1, 2]: open vs closed interval, or a point vs a list
+            # (1, 2) vs [1, 2]: open vs closed interval, or a point vs a list; only as
+            # intervals can they still agree ([2, \infty] is [2, \infty))
+            sa, sb = to_realset(a), to_realset(b)
+            return sa is not None and sb is not None and realset_eq(sa, sb, opts)
         return all(values_eq(x, y, opts) for x, y in zip(a[3], b[3], strict=False))
     if ka in ("F", "L") and kb in ("F", "L"):
         return all_pairs_match(a[1], b[1], lambda x, y: values_eq(x, y, opts))

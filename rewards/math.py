@@ -162,6 +162,8 @@ def math_reward(
     fmt = _FORMAT_SCORE.get(how, 0.0)
     if how == "hedge":
         feedback = "The response hedges between several different answers; give one final answer."
+    elif how == "truncated":
+        feedback = "The response ends inside its final \\boxed{}; finish the answer."
     elif answer is None:
         feedback = "No final answer found; put the final answer in \\boxed{}."
     elif correct:
@@ -249,6 +251,7 @@ def _golds(gold: Any) -> list[str]:
 _CHOICE_WRAPPER_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|mbox)\s*\{([^{}]*)\}")
 _GOLD_CHOICE_RE = re.compile(r"\(?\s*([A-J])\s*\)?[.:]?")
 _ANSWER_CHOICE_RE = re.compile(r"\(\s*([A-Ja-j])\s*\)|([A-J])(?=[.:)]|\s|$)")
+_ANOTHER_CHOICE_RE = re.compile(r"\)?\s*(?:,|;|/|&|\band\b|\bor\b)\s*\(?[A-Ja-j]\)?(?![A-Za-z])")
 _CHOICE_PREFIX_RE = re.compile(r"^(?:option|choice|answer)\s*:?\s*", re.I)
 
 
@@ -259,8 +262,8 @@ def _choice(s: str, *, gold: bool) -> str | None:
         m = _GOLD_CHOICE_RE.fullmatch(t)
         return m.group(1) if m else None
     m = _ANSWER_CHOICE_RE.match(t)
-    if not m:
-        return None
+    if not m or _ANOTHER_CHOICE_RE.match(t, m.end()):
+        return None  # no letter, or several: "(A), (C)"
     return (m.group(1) or m.group(2)).upper()
 
 
@@ -283,7 +286,12 @@ def _value(normalized: str) -> tuple[Any, ...]:
         return ("?",)
 
 
+_MAX_NORMALIZED_CHARS = 50_000
+
+
 def _answers_equal(answer: str, gold: str, opts: _ev.Options) -> bool:
+    if len(answer) > _MAX_NORMALIZED_CHARS or len(gold) > _MAX_NORMALIZED_CHARS:
+        return answer.strip() == gold.strip()  # far beyond anything the parser reads
     na, ng = normalize(answer), normalize(gold)
     if na == ng and na:
         return True
@@ -293,24 +301,29 @@ def _answers_equal(answer: str, gold: str, opts: _ev.Options) -> bool:
     va, vg = _value(na), _value(ng)
     if va[0] == "?" or vg[0] == "?":
         return bool(na) and _text_key(na) == _text_key(ng)
-    if _based_digits_match(va, vg):
-        return True
+    based = _based_digits_match(va, vg)
+    if based is not None:
+        return based
+    if va[0] == "W" or vg[0] == "W":
+        # an answer in words ("odd", "\text{Yes}"): compared as case-insensitive text
+        return _text_key(na) == _text_key(ng)
     return _vals.values_eq(va, vg, opts)
 
 
-def _based_digits_match(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """``1010`` vs ``1010_2``: the digits the question asked for, with the base left implicit."""
+def _based_digits_match(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool | None:
+    """``1010`` vs ``1010_2``: the digits the question asked for, with the base left implicit
+    (so ``10``, the value in decimal, is wrong). None when neither side is a based number."""
     if a[0] != "S" or b[0] != "S":
-        return False
+        return None
     na, nb = a[1], b[1]
     if na[0] == "based" and nb[0] == "based":
-        return bool(na[1] == nb[1] and na[2] == nb[2])
+        return bool(na[1].lstrip("0") == nb[1].lstrip("0") and na[2] == nb[2])
     for based, plain in ((na, nb), (nb, na)):
-        if based[0] == "based" and plain[0] == "num" and plain[1].denominator == 1:
-            return str(plain[1].numerator) == based[1].lstrip("0") or (
-                plain[1] == 0 and set(based[1]) == {"0"}
-            )
-    return False
+        if based[0] == "based":
+            if plain[0] != "num" or plain[1].denominator != 1 or plain[1] < 0:
+                return False
+            return str(plain[1].numerator) == (based[1].lstrip("0") or "0")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
