@@ -19,4 +19,6 @@ register(id="llm/FunctionCalling-v0", entry_point="llmgym.envs.tools.single:Func
 
 # --- joint training (envs/mixture.py) ---------------------------------------------------------
 
+register(id="llm/LongDoc-v0", entry_point="llmgym.envs.longdoc:LongDocEnv")
+
 _ = register
