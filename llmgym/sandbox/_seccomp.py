@@ -21,6 +21,7 @@ import errno
 import os
 import platform
 import struct
+from typing import Any
 
 __all__ = ["SUPPORTED", "install", "supported_reason"]
 
@@ -53,7 +54,7 @@ _CLONE_NEW_FLAGS = (
 _ALLOWED_SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
 
 # Syscall numbers: x86_64 from asm/unistd_64.h; aarch64 from asm-generic/unistd.h.
-_X86_64 = {
+_X86_64: dict[str, Any] = {
     "arch": 0xC000003E,
     "deny": {
         "ptrace": 101,
@@ -123,7 +124,7 @@ _X86_64 = {
     "socketpair": 53,
     "x32_bit": 0x40000000,
 }
-_AARCH64 = {
+_AARCH64: dict[str, Any] = {
     "arch": 0xC00000B7,
     "deny": {
         "ptrace": 117,
@@ -254,19 +255,20 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install() -> None:
-    """Install the filter on the calling thread (and all it later forks or execs)."""
-    prog = b"".join(build_filter())
+_libc = ctypes.CDLL(None, use_errno=True)
+_prctl = _libc.prctl
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def install(prog: bytes | None = None) -> None:
+    """Install the filter (``build_filter()`` joined, by default) on the calling thread.
+
+    It then applies to everything the thread later forks or execs.
+    """
+    if prog is None:
+        prog = b"".join(build_filter())
     buf = ctypes.create_string_buffer(prog, len(prog))
     fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [
-        ctypes.c_int,
-        ctypes.c_ulong,
-        ctypes.c_void_p,
-        ctypes.c_ulong,
-        ctypes.c_ulong,
-    ]
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp filter: {os.strerror(err)}")

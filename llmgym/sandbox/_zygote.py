@@ -65,6 +65,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -133,6 +134,13 @@ def umount(path: str, flags: int = MNT_DETACH) -> None:
 def pivot_root(new: str, old: str) -> None:
     nr = SYS_PIVOT_ROOT[os.uname().machine]
     _check(_libc.syscall(nr, new.encode(), old.encode()), "pivot_root")
+
+
+def set_name(name: bytes) -> None:
+    """The process name ``ps`` and ``perf`` show (comm)."""
+    _libc.prctl(
+        PR_SET_NAME, ctypes.cast(ctypes.c_char_p(name), ctypes.c_void_p).value or 0, 0, 0, 0
+    )
 
 
 def write_file(path: str, data: str) -> None:
@@ -325,6 +333,7 @@ def _llmgym_pyrun(path, status_fd):
             exit_code = 1
     except BaseException as exc:
         tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        exc = exc.with_traceback(tb)  # hide this bootstrap's own frame, as `python main.py` would
         try:
             sys.excepthook(type(exc), exc, tb)
         except BaseException:
@@ -344,6 +353,12 @@ def _llmgym_pyrun(path, status_fd):
             exit_code = exit_code or 120
     os._exit(exit_code)
 '''
+_SECCOMP_PROG = b"".join(_seccomp.build_filter()) if _seccomp.SUPPORTED else b""
+try:
+    with open("/proc/sys/kernel/cap_last_cap") as _f:
+        _LAST_CAP = int(_f.read())
+except OSError:  # pragma: no cover
+    _LAST_CAP = 40
 _boot_ns: dict[str, Any] = {}
 exec(PYBOOT, _boot_ns)
 
@@ -362,16 +377,7 @@ def _drop_privileges(cfg: dict[str, Any]) -> None:
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if cfg["mode"] == "container":
         return  # the container already runs unprivileged, with no capabilities
-    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
-    for cap in range(last_cap + 1):
-        try:
-            prctl(PR_CAPBSET_DROP, cap)
-        except OSError:
-            pass
-    try:
-        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    except OSError:
-        pass
+    # The capability bounding set and ambient set were emptied once, in the zygote.
     if cfg["userns"]:
         # One uid is mapped: stay on it, but with an empty capability set.
         hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
@@ -393,23 +399,23 @@ def become_program(
 ) -> None:
     """In a freshly forked child: wire stdio, apply limits, shed every privilege."""
     os.setsid()
+    set_name(b"llmgym-run")
     prctl(PR_SET_DUMPABLE, 1)
     if cfg["mode"] == "namespaces" and not cfg["userns"]:
         try:
             write_file("/proc/self/oom_score_adj", "0")
         except OSError:
             pass
-    for target, fd in enumerate(stdio):
-        if fd != target:
-            os.dup2(fd, target)
-        else:
-            os.set_inheritable(fd, True)
+    # Move the sources out of the way first: a source may sit on another one's target number.
+    import fcntl
+
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in stdio]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)
     os.closerange(len(stdio), 1 << 16)
+    # The zygote set every other disposition as a program expects; init only added SIGCHLD.
     signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     cpu = max(1, int(-(-float(limits["cpu_limit_s"]) // 1)))
     _set_rlimit(resource.RLIMIT_CPU, cpu, cpu + 1)
     _set_rlimit(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
@@ -422,11 +428,12 @@ def become_program(
         _set_rlimit(resource.RLIMIT_AS, int(limits["memory_mb"]) * (1 << 20) + vm + (64 << 20))
     os.chdir("/tmp")
     os.umask(0o022)
-    os.environ.clear()
-    os.environ.update(env)
+    if env != os.environ:  # the zygote runs with the default environment already
+        os.environ.clear()
+        os.environ.update(env)
     _drop_privileges(cfg)
     if cfg["seccomp"]:
-        _seccomp.install()
+        _seccomp.install(_SECCOMP_PROG)
 
 
 def _vm_size() -> int:
@@ -454,6 +461,7 @@ def _exec(argv: list[str], env: dict[str, str]) -> None:
 
 
 def _send(sock: socket.socket, msg: dict[str, Any], fds: list[int] | None = None) -> None:
+    msg["t"] = time.monotonic()
     data = json.dumps(msg).encode()
     try:
         if fds:
@@ -500,15 +508,22 @@ def _write_files(files: list[tuple[str, int, bytes]], owner: tuple[int, int] | N
             os.close(fd)
 
 
-def _setup_run_namespaces(req: dict[str, Any], cfg: dict[str, Any]) -> None:
+def _setup_run_namespaces(cfg: dict[str, Any]) -> None:
     flags = CLONE_NEWNS | CLONE_NEWIPC
-    if req["netns"]:
+    if not cfg["network"]:
         flags |= CLONE_NEWNET
     unshare(flags)
-    tmp_opts = f"size={int(req['tmp_mb'])}m,mode=1777,nr_inodes=16k"
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
+    # Sized for real when the request comes (a remount); the cgroup bounds it too.
+    opts = "size=64m,mode=1777,nr_inodes=16k"
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _resize_tmp(size_mb: int) -> None:
+    opts = f"size={int(size_mb)}m,mode=1777,nr_inodes=16k"
+    for point in ("/tmp", "/dev/shm"):
+        mount(None, point, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts)
 
 
 class _Reaper:
@@ -565,7 +580,12 @@ def _cpu_of(ru: Any) -> float:
 
 
 def _compile_phase(
-    req: dict[str, Any], cfg: dict[str, Any], reaper: _Reaper, env: dict[str, str], degraded: bool
+    req: dict[str, Any],
+    cfg: dict[str, Any],
+    reaper: _Reaper,
+    env: dict[str, str],
+    degraded: bool,
+    cg_fds: list[int],
 ) -> dict[str, Any]:
     limits = req["compile_limits"]
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -574,6 +594,7 @@ def _compile_phase(
     pid = os.fork()
     if pid == 0:
         try:
+            _join_cgroup(cg_fds)
             become_program(cfg, limits, [null, out_w, out_w], env, degraded)
             _exec(req["compile_argv"], env)
         finally:
@@ -592,7 +613,6 @@ def _compile_phase(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
-            reaper.kill_all_and_reap()
             break
         ready, _, _ = select.select(
             [reaper.wake_r] + ([] if eof else [out_r]), [], [], min(remaining, 1.0)
@@ -612,8 +632,19 @@ def _compile_phase(
             except BlockingIOError:
                 pass
     os.close(out_r)
-    # Compilers leave no daemons, but a hostile build script could: nothing outlives the phase.
-    reaper.kill_all_and_reap()
+    # Nothing of the compile step outlives it (the program's process, waiting, is spared).
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    while pid not in reaper.statuses:
+        try:
+            done, wstatus, ru = os.wait4(pid, 0)
+            reaper.statuses[done] = (wstatus, ru)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
     status = reaper.statuses.get(pid, (None, None))[0]
     return {
         "status": status,
@@ -623,90 +654,138 @@ def _compile_phase(
     }
 
 
-def run_init(req: dict[str, Any], fds: dict[str, int], cfg: dict[str, Any]) -> None:
-    """Body of the run's init process. Never returns."""
-    ctrl = socket.socket(fileno=fds["control"])
+def _join_cgroup(fd_list: list[int]) -> None:
+    for fd in fd_list:
+        os.write(fd, b"0")
+        os.close(fd)
+
+
+def _split_fds(names: list[str], fds: list[int]) -> dict[str, Any]:
+    fdmap: dict[str, Any] = {"cg_compile": [], "cg_run": []}
+    for name, fd in zip(names, fds, strict=True):
+        if name.startswith("cg_"):
+            fdmap[name.rsplit(":", 1)[0]].append(fd)
+        else:
+            fdmap[name] = fd
+    return fdmap
+
+
+def warm_init(cfg: dict[str, Any], zsock: socket.socket) -> None:
+    """A run's init, made ahead of its request: namespaces, mounts and the program's process
+    are ready before the request comes, so a run's latency is only what depends on it."""
+    set_name(b"llmgym-init")
+    namespaces = cfg["mode"] == "namespaces"
+    if namespaces:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if not cfg["userns"]:
+            try:  # the memory-limit OOM killer must pick the program, not this init
+                write_file("/proc/self/oom_score_adj", "-1000")
+            except OSError:
+                pass
+        _setup_run_namespaces(cfg)
+    else:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_DUMPABLE, 0)
+    reaper = _Reaper()
+    go_init, go_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    prog = os.fork()
+    if prog == 0:
+        zsock.close()
+        go_init.close()
+        warm_program(cfg, go_prog)
+    go_prog.close()
     try:
-        _run_init(req, fds, cfg, ctrl)
+        req, fds = _recv(zsock)
+    except OSError:
+        req, fds = None, []
+    zsock.close()
+    if req is None or len(fds) != len(req["fds"]):
+        os._exit(0)
+    fdmap = _split_fds(req["fds"], fds)
+    ctrl = socket.socket(fileno=fdmap["control"])
+    try:
+        _run_init(req, fdmap, cfg, ctrl, reaper, prog, go_init)
     except BaseException as exc:  # the sandbox failed, not the program
         _send(ctrl, {"type": "error", "detail": f"{type(exc).__name__}: {exc}"})
         os._exit(70)
     os._exit(0)
 
 
-def _join_cgroup(fd_list: list[int]) -> None:
-    for fd in fd_list:
-        os.write(fd, b"0")
+def warm_program(cfg: dict[str, Any], go: socket.socket) -> None:
+    """The program's process, waiting for its go. Never returns."""
+    try:
+        msg, fds = _recv(go)
+    except OSError:
+        os._exit(0)
+    if msg is None:
+        os._exit(0)
+    try:
+        fdmap = _split_fds(msg["fds"], fds)
+        _join_cgroup(fdmap["cg_run"])
+        stdio = [fdmap[k] for k in ("stdin", "stdout", "stderr", "result", "status")]
+        become_program(cfg, msg["limits"], stdio, msg["env"], msg["degraded"])
+        if msg["inproc"]:
+            _boot_ns["_llmgym_pyrun"]("/tmp/" + msg["main"], 4)
+        if not msg["pyboot"]:
+            os.close(4)
+        _exec(msg["argv"], msg["env"])
+    except BaseException as exc:
+        try:
+            os.write(2, f"sandbox: program setup failed: {exc}\n".encode())
+            os.write(4, b"E")
+        except OSError:
+            pass
+    os._exit(127)
 
 
 def _run_init(
-    req: dict[str, Any], fds: dict[str, int], cfg: dict[str, Any], ctrl: socket.socket
+    req: dict[str, Any],
+    fds: dict[str, Any],
+    cfg: dict[str, Any],
+    ctrl: socket.socket,
+    reaper: _Reaper,
+    prog: int,
+    go: socket.socket,
 ) -> None:
     namespaces = cfg["mode"] == "namespaces"
-    if namespaces:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    else:
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-    prctl(PR_SET_DUMPABLE, 0)
     pidfd = os.pidfd_open(os.getpid())
     _send(ctrl, {"type": "started"}, [pidfd])
     os.close(pidfd)
-    compiled = req.get("compile_argv") is not None
-    _join_cgroup(fds["cg_compile"] if compiled else fds["cg_run"])
     if namespaces:
-        if not cfg["userns"]:
-            try:  # the memory-limit OOM killer must pick the program, not this init
-                write_file("/proc/self/oom_score_adj", "-1000")
-            except OSError:
-                pass
-        _setup_run_namespaces(req, cfg)
+        _resize_tmp(req["tmp_mb"])
     files = _read_payload(fds["payload"])
     os.close(fds["payload"])
     _write_files(files, None)
     degraded = bool(req["degraded"])
     env = req["env"]
-    reaper = _Reaper()
-    if compiled:
-        result = _compile_phase(req, cfg, reaper, env, degraded)
-        ok = (
-            result["status"] is not None
-            and os.WIFEXITED(result["status"])
-            and os.WEXITSTATUS(result["status"]) == 0
-        )
-        _send(ctrl, {"type": "compiled", "ok": ok and not result["timed_out"], **result})
-        if not ok or result["timed_out"]:
+    if req.get("compile_argv") is not None:
+        result = _compile_phase(req, cfg, reaper, env, degraded, fds["cg_compile"])
+        status = result["status"]
+        ok = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        ok = ok and not result["timed_out"]
+        _send(ctrl, {"type": "compiled", "ok": ok, **result}, None)
+        if not ok:
             return
-        _join_cgroup(fds["cg_run"])
-    for key in ("cg_compile", "cg_run"):
-        for fd in fds.get(key, []):
-            os.close(fd)
-    ru_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    stdio = [fds["stdin"], fds["stdout"], fds["stderr"], fds["result"], status_w]
-    limits = req["limits"]
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            become_program(cfg, limits, stdio, env, degraded)
-            if req["inproc"]:
-                _boot_ns["_llmgym_pyrun"]("/tmp/" + req["main"], 4)
-            if not req["pyboot"]:
-                os.close(4)
-            _exec(req["argv"], env)
-        except BaseException as exc:
-            try:
-                os.write(2, f"sandbox: program setup failed: {exc}\n".encode())
-                os.write(4, b"E")
-            except OSError:
-                pass
-        os._exit(127)
-    for fd in stdio:
+    for fd in fds["cg_compile"]:
         os.close(fd)
-    finished = reaper.wait(pid, t0 + float(limits["wall_time_s"]))
+    status_r, status_w = os.pipe2(os.O_CLOEXEC)
+    stdio = {k: fds[k] for k in ("stdin", "stdout", "stderr", "result")}
+    stdio["status"] = status_w
+    names = list(stdio) + [f"cg_run:{i}" for i in range(len(fds["cg_run"]))]
+    go_fds = list(stdio.values()) + fds["cg_run"]
+    limits = req["limits"]
+    go_msg = {k: req[k] for k in ("limits", "env", "degraded", "inproc", "pyboot", "main", "argv")}
+    go_msg["fds"] = names
+    ru_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    _send(go, go_msg, go_fds)
+    for fd in go_fds:
+        os.close(fd)
+    go.close()
+    finished = reaper.wait(prog, t0 + float(limits["wall_time_s"]))
     wall = time.monotonic() - t0
     reaper.kill_all_and_reap()
-    status, ru = reaper.statuses[pid]
+    status, ru = reaper.statuses[prog]
     os.set_blocking(status_r, False)
     try:
         marker = os.read(status_r, 16)
@@ -721,7 +800,7 @@ def _run_init(
             "timed_out": not finished,
             "wall": wall,
             "cpu": _cpu_of(total) - _cpu_of(ru_before),
-            "maxrss_kb": ru.ru_maxrss if compiled else total.ru_maxrss,
+            "maxrss_kb": ru.ru_maxrss,
             "pycompile_error": marker == b"C",
             "setup_error": marker == b"E",
         },
@@ -757,7 +836,8 @@ def _remove_sysv_ipc() -> None:
     libc = _libc
     for table, ctl in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
         try:
-            lines = open(f"/proc/sysvipc/{table}").read().splitlines()[1:]
+            with open(f"/proc/sysvipc/{table}") as f:
+                lines = f.read().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
@@ -787,15 +867,74 @@ def _preload(modules: list[str]) -> None:
             pass
 
 
+class _Spares:
+    """The zygote's one pre-made run (init + program), replaced as soon as it is used."""
+
+    def __init__(self, cfg: dict[str, Any], sock: socket.socket) -> None:
+        self.cfg = cfg
+        self.sock = sock
+        self.namespaces = cfg["mode"] == "namespaces"
+        self.own_pidns = (
+            os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if self.namespaces else -1
+        )
+        self.spare: tuple[int, socket.socket] | None = None
+        self.used: set[int] = set()
+
+    def make(self) -> None:
+        zs, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = -1
+        if self.namespaces:
+            unshare(CLONE_NEWPID)
+        try:
+            pid = os.fork()
+        finally:
+            if self.namespaces and pid != 0:
+                setns(self.own_pidns, CLONE_NEWPID)  # the next fork needs a fresh one again
+        if pid == 0:
+            zs.close()
+            self.sock.close()
+            if self.own_pidns >= 0:
+                os.close(self.own_pidns)
+            warm_init(self.cfg, child)
+        child.close()
+        self.spare = (pid, zs)
+
+    def take(self) -> tuple[int, socket.socket]:
+        if self.spare is None or _exited(self.spare[0]):
+            if self.spare is not None:
+                self.spare[1].close()
+            self.make()
+        assert self.spare is not None
+        spare, self.spare = self.spare, None
+        self.used.add(spare[0])
+        return spare
+
+
+def _exited(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done != 0
+
+
 def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
     namespaces = cfg["mode"] == "namespaces"
-    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if namespaces else -1
+    set_name(b"llmgym-zygote")
     sys.path[:] = [p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))]
     _preload(cfg.get("preload", []))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN if not namespaces else signal.SIG_DFL)
+    if namespaces:
+        _drop_bounding_set()
+    # Dispositions a program expects (Python's own startup ignores SIGPIPE and SIGXFSZ for it).
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     gc.collect()
     gc.freeze()  # keeps forked children from touching (and copying) the zygote's objects
+    spares = _Spares(cfg, sock)
+    if namespaces:
+        spares.make()
     sock.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
     while True:
         try:
@@ -811,46 +950,43 @@ def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
             req, fds = None, []
         if req is None:  # the parent is gone: take every run down with us
             os._exit(0)
-        names = req["fds"]
-        if len(fds) != len(names):
+        if len(fds) != len(req["fds"]):
             for fd in fds:
                 os.close(fd)
             continue
-        fdmap: dict[str, Any] = {"cg_compile": [], "cg_run": []}
-        for name, fd in zip(names, fds):
-            if name.startswith("cg_"):
-                fdmap[name.rsplit(":", 1)[0]].append(fd)
-            else:
-                fdmap[name] = fd
-        if not namespaces:
+        if not namespaces:  # one run at a time per container: clean up after the last one
             _wait_all_children()
             _wipe("/tmp")
             _wipe("/dev/shm")
             _remove_sysv_ipc()
         try:
-            if namespaces:
-                unshare(CLONE_NEWPID)
-            try:
-                pid = os.fork()
-            except OSError:
-                pid = -1
-                raise
-            finally:
-                if namespaces and pid != 0:
-                    setns(own_pidns, CLONE_NEWPID)  # the next fork needs a fresh namespace again
+            pid, zs = spares.take()
+            _send(zs, req, fds)
+            zs.close()
         except OSError as exc:
-            _send(
-                socket.socket(fileno=os.dup(fdmap["control"])),
-                {"type": "error", "detail": f"fork failed: {exc}"},
-            )
-            pid = -1
-        if pid == 0:
-            sock.close()
-            if own_pidns >= 0:
-                os.close(own_pidns)
-            run_init(req, fdmap, cfg)
+            ctrl = socket.socket(fileno=os.dup(fds[req["fds"].index("control")]))
+            _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})
+            ctrl.close()
         for fd in fds:
             os.close(fd)
+        if namespaces:
+            try:
+                spares.make()
+            except OSError:
+                pass  # retried at the next request
+
+
+def _drop_bounding_set() -> None:
+    """Empty the capability bounding and ambient sets: nothing exec'd later can gain a capability."""
+    for cap in range(_LAST_CAP + 1):
+        try:
+            prctl(PR_CAPBSET_DROP, cap)
+        except OSError:
+            pass
+    try:
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    except OSError:
+        pass
 
 
 def _reap_children() -> None:

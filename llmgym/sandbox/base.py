@@ -132,14 +132,22 @@ def make_request(
         if not isinstance(env, Mapping):
             raise InvalidRunRequest(f"env expects a mapping, actual type: {type(env).__name__}")
         for k, v in env.items():
-            if not isinstance(k, str) or not isinstance(v, str) or not k or "=" in k or "\0" in k + v:
+            if (
+                not isinstance(k, str)
+                or not isinstance(v, str)
+                or not k
+                or "=" in k
+                or "\0" in k + v
+            ):
                 raise InvalidRunRequest(f"env entry {k!r}={v!r} is not a valid variable")
             env_dict[k] = v
     lim = Limits.coerce(dict(limits) if isinstance(limits, Mapping) else limits)
     clim = (
         lang.compile_limits
         if compile_limits is None
-        else Limits.coerce(dict(compile_limits) if isinstance(compile_limits, Mapping) else compile_limits)
+        else Limits.coerce(
+            dict(compile_limits) if isinstance(compile_limits, Mapping) else compile_limits
+        )
     )
     return RunRequest(
         language=lang,

@@ -18,9 +18,7 @@ from llmgym.sandbox.limits import Limits
 
 __all__ = ["LANGUAGES", "Language", "resolve_language"]
 
-_COMPILE_LIMITS = Limits(
-    wall_time_s=30, memory_mb=1024, max_processes=32, max_file_bytes=256 << 20
-)
+_COMPILE_LIMITS = Limits(wall_time_s=30, memory_mb=1024, max_processes=32, max_file_bytes=256 << 20)
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,13 @@ SANDBOX_UID = 65534
 SANDBOX_GID = 65534
 
 DEFAULT_PRELOAD = (
-    "abc", "array", "bisect", "collections", "copy", "dataclasses", "datetime", "decimal",
-    "enum", "fractions", "functools", "hashlib", "heapq", "io", "itertools", "json", "math",
-    "operator", "random", "re", "statistics", "string", "struct", "sys", "textwrap", "time",
-    "traceback", "typing", "unittest",
+    "array", "bisect", "collections", "copy", "dataclasses", "functools", "heapq", "io",
+    "itertools", "json", "math", "operator", "random", "re", "string", "struct", "time", "typing",
 )  # fmt: skip
-"""Modules the zygote imports once so that runs of the Python fast path find them warm."""
+"""Modules the zygote imports once so that runs of the Python fast path find them warm.
+
+Every megabyte the zygote holds makes each fork slower (page tables are copied), so the
+default is the small set that most short programs import; add yours with ``preload=``."""
 
 _ROOT_BINDS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 _ETC_BINDS = (
@@ -57,6 +58,7 @@ _BASE_ENV = {
 }
 _MEMORY_ERROR = re.compile(rb"(MemoryError|std::bad_alloc|Cannot allocate memory)[^\n]*\n?\Z")
 _STARTUP_GRACE_S = 10.0
+_TRACE = bool(os.environ.get("LLMGYM_SANDBOX_TRACE"))
 _KILL_GRACE_S = 2.0
 
 
@@ -74,9 +76,11 @@ class ZygoteLike(Protocol):
 class _Zygote:
     """A running zygote: a socket to send runs on, and its process."""
 
-    def __init__(self, python: str, config: dict[str, Any], timeout: float = 60.0) -> None:
+    def __init__(
+        self, python: str, config: dict[str, Any], env: dict[str, str], timeout: float = 60.0
+    ) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         cfg = dict(config, fd=child_sock.fileno())
         try:
             self.proc = subprocess.Popen(
@@ -85,7 +89,7 @@ class _Zygote:
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
                 pass_fds=[child_sock.fileno()],
-                env={"PATH": _zygote.DEFAULT_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
+                env=env,
                 cwd="/",
             )
         finally:
@@ -292,11 +296,12 @@ def execute_on(
             "inproc": inproc,
             "pyboot": pyboot,
             "main": request.language.source,
-            "compile_argv": list(request.language.compile) if compiled and request.language.compile else None,
+            "compile_argv": list(request.language.compile)
+            if compiled and request.language.compile
+            else None,
             "limits": {**lim.to_dict(), "cpu_limit_s": lim.cpu_limit_s},
             "compile_limits": {**clim.to_dict(), "cpu_limit_s": clim.cpu_limit_s},
             "env": env,
-            "netns": not lim.network,
             "tmp_mb": tmp_mb or lim.memory_mb,
             "degraded": degraded,
         }
@@ -387,6 +392,12 @@ def _supervise(
                             dead = True  # nothing was ever started, or the start failed
                         continue
                     kind = msg.get("type")
+                    if _TRACE:
+                        print(
+                            f"trace {kind}: sent +{(msg.get('t', 0) - t_submit) * 1e3:.2f}ms "
+                            f"recv +{(time.monotonic() - t_submit) * 1e3:.2f}ms",
+                            file=sys.stderr,
+                        )
                     if kind == "started" and fds:
                         pidfd = fds[0]
                         for extra in fds[1:]:
@@ -406,6 +417,11 @@ def _supervise(
                     for fd in fds if kind != "started" else []:
                         os.close(fd)
                 elif data == "dead":
+                    if _TRACE:
+                        print(
+                            f"trace dead +{(time.monotonic() - t_submit) * 1e3:.2f}ms",
+                            file=sys.stderr,
+                        )
                     dead = True
                     sel.unregister(key.fd)
             # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per process).
@@ -497,12 +513,13 @@ def _result(
     out, err, res = streams["stdout"], streams["stderr"], streams["result"]
     exit_code, sig = _decode_status(exit_msg.get("status") if exit_msg else None)
     cg_cpu = cg_run.cpu_time_s() if cg_run is not None else None
-    if exit_msg is not None:
+    wall = float(exit_msg.get("wall", wall_parent)) if exit_msg is not None else wall_parent
+    if cg_cpu is not None:
+        cpu = cg_cpu
+    elif exit_msg is not None:
         cpu = float(exit_msg.get("cpu", 0.0))
-        wall = float(exit_msg.get("wall", wall_parent))
     else:
-        cpu = cg_cpu or 0.0
-        wall = wall_parent
+        cpu = 0.0
     peak_bytes = cg_run.peak_memory_bytes() if cg_run is not None else None
     if peak_bytes is None and exit_msg is not None:
         peak_bytes = int(exit_msg.get("maxrss_kb", 0)) * 1024
@@ -521,7 +538,9 @@ def _result(
         sig == signal.SIGKILL and cpu >= lim.cpu_limit_s * 0.95 and not oom
     ):
         timed_out = True
-    if error_detail is not None or (exit_msg is None and compile_msg is None and kill_reason is None):
+    if error_detail is not None or (
+        exit_msg is None and compile_msg is None and kill_reason is None
+    ):
         status = "sandbox_error"
         detail = error_detail or "the run ended without a report from its init"
     elif compile_msg is not None and not compile_msg.get("ok"):
@@ -530,7 +549,11 @@ def _result(
             detail = f"compile step exceeded {request.compile_limits.wall_time_s:g} s"
         else:
             cexit, csig = _decode_status(compile_msg.get("status"))
-            detail = f"compiler exited with {cexit}" if csig is None else f"compiler killed by {_signame(csig)}"
+            detail = (
+                f"compiler exited with {cexit}"
+                if csig is None
+                else f"compiler killed by {_signame(csig)}"
+            )
             if cg_compile is not None and cg_compile.oom_kills():
                 detail += f" (compile memory limit {request.compile_limits.memory_mb} MiB)"
         exit_code, sig = None, None
@@ -546,7 +569,11 @@ def _result(
         detail = f"{output_limit_stream} passed {lim.max_output_bytes} bytes; the run was killed"
     elif timed_out:
         status = "timeout"
-        if kill_reason == "cpu" or sig == signal.SIGXCPU or (exit_msg and not exit_msg.get("timed_out")):
+        if (
+            kill_reason == "cpu"
+            or sig == signal.SIGXCPU
+            or (exit_msg and not exit_msg.get("timed_out"))
+        ):
             detail = f"CPU time limit of {lim.cpu_limit_s:g} s exceeded"
         else:
             detail = f"wall time limit of {lim.wall_time_s:g} s exceeded"
@@ -678,7 +705,9 @@ class LocalSandbox(Sandbox):
                 z = None
             if z is None:
                 try:
-                    z = _Zygote(self.python, dict(self._config, network=network))
+                    z = _Zygote(
+                        self.python, dict(self._config, network=network), self._settings.base_env
+                    )
                 except BackendUnavailable as exc:
                     hint = (
                         " (unprivileged user namespaces may be disabled: "
@@ -720,7 +749,8 @@ class LocalSandbox(Sandbox):
             )
         return {
             "backend": self.backend,
-            "namespaces": ["pid", "mount", "net", "ipc", "uts"] + (["user"] if self._userns else []),
+            "namespaces": ["pid", "mount", "net", "ipc", "uts"]
+            + (["user"] if self._userns else []),
             "uid": SANDBOX_UID if not self._userns else os.getuid(),
             "cgroups": self._cgroups.describe(),
             "seccomp": self._seccomp,
