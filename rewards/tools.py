@@ -460,7 +460,13 @@ def format_tool_calls(calls: Iterable[ToolCall | tuple[str, Mapping[str, Any]]],
 
 def _py_repr(value: Any) -> str:
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {_py_repr(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{json.dumps(k, ensure_ascii=False)}: {_py_repr(v)}" for k, v in value.items()
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_py_repr(v) for v in value) + "]"
     if isinstance(value, str):
