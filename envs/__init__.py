@@ -8,6 +8,8 @@ from llmgym.registry import register
 
 # --- math (envs/math/) ------------------------------------------------------------------------
 
+register(id="llm/Math-v0", entry_point="llmgym.envs.math:MathEnv")
+
 # --- coding (envs/coding/) --------------------------------------------------------------------
 
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
