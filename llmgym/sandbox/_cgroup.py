@@ -216,7 +216,13 @@ class CgroupManager:
         made: dict[str, str] = {}
         try:
             for c, d in dirs.items():
-                os.mkdir(d)
+                try:
+                    os.mkdir(d)
+                except FileNotFoundError:  # another manager removed the shared base: remake it
+                    os.makedirs(os.path.dirname(d), exist_ok=True)
+                    if c == "":
+                        _write(os.path.dirname(d) + "/cgroup.subtree_control", "+memory +pids")
+                    os.mkdir(d)
                 made[c] = d
             limit = memory_mb << 20
             if "memory" in dirs:

@@ -315,6 +315,7 @@ def _llmgym_pyrun(path, status_fd):
         os.write(status_fd, b"C")
         os._exit(1)
     os.close(status_fd)
+    preexisting = set(sys.modules)
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = builtins
@@ -344,6 +345,18 @@ def _llmgym_pyrun(path, status_fd):
         if threading is not None:
             threading._shutdown()
         atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    # Finalize like interpreter shutdown: dropping the program's globals flushes and closes
+    # the files it left open (fd 3, the result channel, most of all).
+    try:
+        import gc
+
+        for name, mod in list(sys.modules.items()):
+            if name not in preexisting and getattr(mod, "__dict__", None) is not None:
+                mod.__dict__.clear()
+        main.__dict__.clear()
+        gc.collect()
     except BaseException:
         pass
     for stream in (sys.stdout, sys.stderr):

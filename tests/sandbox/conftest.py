@@ -1,0 +1,111 @@
+"""Fixtures for the sandbox tests: one sandbox per backend per worker, and a leak check.
+
+The ``sandbox`` fixture is parametrized over the backends that the behaviour tests share
+(local and docker); the docker one skips, saying why, where no daemon answers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from llmgym.sandbox import BackendUnavailable, Limits, Sandbox, get_sandbox
+
+FAST = Limits(wall_time_s=5, memory_mb=256, max_processes=32)
+
+
+def _descendants(root: int) -> list[int]:
+    """Pids of every live process below ``root`` (zombies included)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out = []
+    for pid in parents:
+        p = parents.get(pid)
+        seen = 0
+        while p and seen < 64:
+            if p == root:
+                out.append(pid)
+                break
+            p = parents.get(p)
+            seen += 1
+    return out
+
+
+def _mounts() -> int:
+    with open("/proc/self/mountinfo") as f:
+        return len(f.readlines())
+
+
+def _own_run_cgroups() -> list[str]:
+    prefix = f"r{os.getpid()}-"
+    found = []
+    for root, dirs, _files in os.walk("/sys/fs/cgroup"):
+        if os.path.basename(root) == "llmgym":
+            found += [os.path.join(root, d) for d in dirs if d.startswith(prefix)]
+        if root.count("/") > 8:
+            dirs[:] = []
+    return found
+
+
+@pytest.fixture(scope="session")
+def local_sandbox() -> Iterator[Sandbox]:
+    try:
+        sb = get_sandbox("local")
+    except BackendUnavailable as exc:
+        pytest.skip(f"local sandbox unavailable on this host: {exc}")
+    yield sb
+    sb.close()
+
+
+_docker_error: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox() -> Iterator[Sandbox]:
+    if _docker_error:
+        pytest.skip(_docker_error[0])
+    try:
+        sb = get_sandbox("docker", pool_size=2)
+    except BackendUnavailable as exc:
+        _docker_error.append(f"docker backend unavailable: {exc}")
+        pytest.skip(_docker_error[0])
+    yield sb
+    sb.close()
+
+
+@pytest.fixture(params=["local", "docker"])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    """The sandbox of each backend that the shared behaviour tests run against."""
+    return request.getfixturevalue(f"{request.param}_sandbox")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers() -> Iterator[None]:
+    """After the suite: no process, mount, cgroup or fd of ours is left behind."""
+    mounts = _mounts()
+    fds = len(os.listdir("/proc/self/fd"))
+    yield
+    deadline = time.monotonic() + 10
+    while _descendants(os.getpid()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftover = [
+        (pid, open(f"/proc/{pid}/cmdline", "rb").read()[:80])
+        for pid in _descendants(os.getpid())
+        if os.path.exists(f"/proc/{pid}/cmdline")
+    ]
+    ours = [p for p in leftover if b"llmgym" in p[1] or b"ray" not in p[1]]
+    assert not ours, f"processes left behind: {ours}"
+    assert _mounts() == mounts, "mounts left behind in the test process's namespace"
+    assert not _own_run_cgroups(), f"cgroups left behind: {_own_run_cgroups()}"
+    assert len(os.listdir("/proc/self/fd")) <= fds + 4, "file descriptors leaked"

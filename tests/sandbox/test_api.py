@@ -1,0 +1,198 @@
+"""The sandbox API: argument checking, result objects, the local backend's own options."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import gymnasium
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmgym.sandbox import (
+    ExecResult,
+    InvalidLimits,
+    InvalidRunRequest,
+    Limits,
+    Sandbox,
+    SandboxError,
+    UnknownBackend,
+    UnknownLanguage,
+    get_sandbox,
+)
+
+from .conftest import FAST
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"wall_time_s": -1},
+        {"wall_time_s": 0},
+        {"wall_time_s": float("nan")},
+        {"cpu_time_s": 0},
+        {"memory_mb": 0},
+        {"memory_mb": 1.5},
+        {"max_processes": 0},
+        {"max_output_bytes": -1},
+        {"network": "yes"},
+        {"wall_time_s": True},
+    ],
+)
+def test_bad_limits_are_rejected(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidLimits) as info:
+        Limits(**kwargs)  # type: ignore[arg-type]
+    assert isinstance(info.value, SandboxError) and isinstance(info.value, gymnasium.error.Error)
+    assert next(iter(kwargs)) in str(info.value)
+
+
+def test_limits_round_trip_and_frozen() -> None:
+    lim = Limits(wall_time_s=2, memory_mb=64)
+    assert Limits(**lim.to_dict()) == lim
+    assert lim.cpu_limit_s == 2
+    with pytest.raises(AttributeError):
+        lim.memory_mb = 1  # type: ignore[misc]
+    with pytest.raises(InvalidLimits, match="unknown Limits field"):
+        Limits.coerce({"wall": 1})
+
+
+def test_bad_run_arguments(local_sandbox: Sandbox) -> None:
+    sb = local_sandbox
+    with pytest.raises(InvalidRunRequest, match="not both"):
+        sb.run(code="1", command="true")
+    with pytest.raises(InvalidRunRequest, match="needs code"):
+        sb.run()
+    with pytest.raises(InvalidRunRequest, match="code expects a str"):
+        sb.run(code=b"print(1)")  # type: ignore[arg-type]
+    with pytest.raises(UnknownLanguage, match="cobol"):
+        sb.run(code="x", language="cobol")
+    with pytest.raises(InvalidRunRequest, match="inside /tmp"):
+        sb.run(code="1", files={"../etc/passwd": "x"})
+    with pytest.raises(InvalidRunRequest, match="relative path"):
+        sb.run(code="1", files={"/etc/passwd": "x"})
+    with pytest.raises(InvalidRunRequest, match="collides"):
+        sb.run(code="1", files={"main.py": "x"})
+    with pytest.raises(InvalidLimits):
+        sb.run(code="1", limits={"memory_mb": -5})
+    with pytest.raises(InvalidRunRequest, match="item 1"):
+        sb.run_many([{"code": "1"}, {"code": "1", "oops": 2}])
+    with pytest.raises(UnknownBackend):
+        get_sandbox("nope")
+
+
+def test_exec_result_dict_round_trip() -> None:
+    res = ExecResult(
+        status="runtime_error",
+        exit_code=None,
+        signal=11,
+        stdout="a",
+        stderr="b",
+        wall_time_s=0.1,
+        cpu_time_s=0.05,
+        peak_memory_mb=3.0,
+        result_bytes=b"\x00\xff",
+        stdout_bytes=b"a",
+        stderr_bytes=b"b",
+    )
+    assert ExecResult.from_dict(res.to_dict()) == res
+    assert res.signal_name == "SIGSEGV" and not res.ok and not res.truncated
+    import json
+
+    json.dumps(res.to_dict())
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.binary(max_size=4096))
+def test_arbitrary_bytes_round_trip_through_stdout(local_sandbox: Sandbox, data: bytes) -> None:
+    res = local_sandbox.run(
+        code="import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())", stdin=data, limits=FAST
+    )
+    assert res.ok, res
+    assert res.stdout_bytes == data
+    assert res.stdout == data.decode("utf-8", "replace")
+
+
+def test_fresh_interpreter_path_matches_fast_path() -> None:
+    with get_sandbox("local", fast_path=False) as fresh:
+        ok = fresh.run(code="import sys; print(__name__, sys.argv)", limits=FAST)
+        assert ok.stdout == "__main__ ['/tmp/main.py']\n", ok
+        bad = fresh.run(code="print(", limits=FAST)
+        assert bad.status == "compile_error" and "SyntaxError" in bad.compile_output
+        crash = fresh.run(code="raise KeyError(1)", limits=FAST)
+        assert crash.exit_code == 1 and "KeyError: 1" in crash.stderr
+
+
+def test_network_opt_in_reaches_host_loopback(local_sandbox: Sandbox) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted: list[bytes] = []
+
+    def serve() -> None:
+        server.settimeout(10)
+        try:
+            conn, _ = server.accept()
+            accepted.append(conn.recv(16))
+            conn.close()
+        except OSError:
+            pass
+
+    t = threading.Thread(target=serve)
+    t.start()
+    res = local_sandbox.run(
+        code=f"import socket; s=socket.create_connection(('127.0.0.1', {port}), 5); s.sendall(b'hi')",
+        limits=FAST.replace(network=True),
+    )
+    t.join()
+    server.close()
+    assert res.ok, res
+    assert accepted == [b"hi"]
+
+
+def test_isolation_report(local_sandbox: Sandbox) -> None:
+    info = local_sandbox.isolation()
+    assert info["backend"] == "local"
+    assert {"pid", "mount", "net", "ipc"} <= set(info["namespaces"])
+    if os.geteuid() == 0:
+        assert info["cgroups"].startswith("v"), info
+        assert info["degraded"] == [] or all("seccomp" in d for d in info["degraded"])
+
+
+def test_concurrent_runs_do_not_see_each_other(local_sandbox: Sandbox) -> None:
+    # Two runs at once: the listener must not be reachable from the other run (no shared
+    # loopback, no shared abstract unix socket namespace).
+    listener = """
+import socket, time
+s = socket.socket(socket.AF_UNIX); s.bind("\\0llmgym-test"); s.listen(1)
+t = socket.socket(); t.bind(("127.0.0.1", 45678)) if False else None
+time.sleep(1.5)
+print("listened")
+"""
+    client = """
+import socket, time
+time.sleep(0.5)
+try:
+    socket.socket(socket.AF_UNIX).connect("\\0llmgym-test"); print("REACHED")
+except OSError as e:
+    print("isolated", e.errno)
+"""
+    a, b = local_sandbox.run_many(
+        [{"code": listener, "limits": FAST}, {"code": client, "limits": FAST}], concurrency=2
+    )
+    assert a.stdout == "listened\n", a
+    assert b.stdout.startswith("isolated"), b
+
+
+def test_closed_sandbox_refuses_runs() -> None:
+    from llmgym.sandbox import SandboxClosed
+
+    sb = get_sandbox("local")
+    sb.close()
+    sb.close()
+    with pytest.raises(SandboxClosed):
+        sb.run(code="1")
