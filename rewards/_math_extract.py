@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from llmgym.rewards._math_parse import UNITS, ParseError, normalize, parse
+from llmgym.rewards._math_parse import KNOWN_WORDS, ParseError, normalize, parse
 
 MAX_BOX_CHARS = 100_000
 """A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""
@@ -37,7 +37,7 @@ _MARKER_RE = re.compile(
     r"|(?<![#])####(?!#)|\bthe\s+result\s+is|\bthe\s+solution\s+is|\bsolutions?\s+are"
 )
 _MARKER_LEAD_RE = re.compile(
-    r"^(?:\s|\*\*|__|:|：|-|=|\bis\b|\bare\b|\bwould\s+be\b|\bshould\s+be\b|\bwill\s+be\b"
+    r"^(?:\s|\*\*|__|:|：|=|\bis\b|\bare\b|\bwould\s+be\b|\bshould\s+be\b|\bwill\s+be\b"
     r"|\bequals\b|\bof\b|\bas\s+follows\b|\btherefore\b|\bthus\b|\bhence\b|\bso\b"
     r"|\bthe\s+(?:final\s+)?answer\s+is\b|\bthat\b|\bwe\s+get\b|\bthen\b)+",
     re.I,
@@ -293,10 +293,10 @@ def _bare(text: str) -> str | None:
     if _EITHER_RE.search(s) or _OR_SPLIT_RE.search(s):
         return s  # let unhedge judge it
     plain = _NON_PROSE_RE.sub(" ", normalize(s))
-    words = [w for w in _LONG_WORD_RE.findall(plain) if w.lower() not in UNITS]
+    words = [w for w in _LONG_WORD_RE.findall(plain) if w.lower() not in KNOWN_WORDS]
     if _STOP_WORD_RE.search(plain) or len(words) > 1:
         return None  # prose, not a bare answer
-    if words and re.search(r"[A-Za-z]", _LONG_WORD_RE.sub(" ", plain)):
+    if words and re.search(r"[A-Za-z]", plain.replace(words[0], " ")):
         return None  # a word plus letters ("no idea"); a word alone ("Devon", "12 eggs") is fine
     if _parses(s):
         return s

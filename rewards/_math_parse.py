@@ -421,6 +421,17 @@ UNITS = {
         "items",
     ],
 }
+KNOWN_WORDS = {w.lower() for w in UNITS} | FUNCTIONS | set(_FN_ALIASES) | {
+    "infinity",
+    "infty",
+    "undefined",
+    "none",
+    "emptyset",
+    "varnothing",
+    "nothing",
+    "either",
+    "infinitelymany",
+}
 _UNIT_PHRASES = re.compile(
     r"(?:km/h|m/s\^?\{?2?\}?|ft/s|km/hr|mi/h|m\^\{?[23]\}?|cm\^\{?[23]\}?|ft\^\{?[23]\}?)$"
 )
