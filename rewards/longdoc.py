@@ -48,7 +48,7 @@ _NUMBER = re.compile(
 _SCALE = {"thousand": 1000, "k": 1000, "million": 10**6, "m": 10**6, "billion": 10**9, "bn": 10**9}
 _HEDGES = re.compile(
     r"\b(?:or|either|maybe|perhaps|possibly|probably|likely|might|unsure|not sure|i think|"
-    r"i believe|could be|somewhere between|approximately|around|roughly)\b",
+    r"i believe|could be|somewhere between|approximately|around|roughly|about)\b",
     re.IGNORECASE,
 )
 _SPLIT = re.compile(r"[;\n|]+")
@@ -216,7 +216,7 @@ def key_fact_recall(summary: str, facts: Sequence[str | Sequence[str]]) -> float
         return 0.0
     hit = 0
     for fact in facts:
-        options = [fact] if isinstance(fact, str) else list(fact)
+        options = [str(o) for o in fact] if isinstance(fact, (list, tuple)) else [str(fact)]
         hit += any(contains_phrase(summary, o) for o in options)
     return hit / len(facts)
 
@@ -426,8 +426,11 @@ def grade_answer(
             f"the response has {len(response):,} characters: answer briefly instead of copying the document",
         )
     answer = extract_answer(response)
-    c, why = correctness(answer, spec)
-    support = spec.get("support") or []
+    try:
+        c, why = correctness(answer, spec)
+        support = [f for f in spec.get("support") or [] if isinstance(f, Mapping)]
+    except (TypeError, ValueError, AttributeError) as e:  # a malformed spec, not the model's fault
+        return RewardResult(0.0, {"correctness": 0.0}, f"malformed answer spec: {type(e).__name__}")
     weight = min(max(float(citation_weight), 0.0), 1.0) if support else 0.0
     ids, quotes = parse_citations(response)
     k = citation_score(ids, quotes, support) if weight and c > 0 else 0.0

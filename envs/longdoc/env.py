@@ -268,7 +268,7 @@ class LongDocEnv(LLMEnv):
         )
 
     def render_subtask(self, task: Task, subtask: Subtask, index: int, total: int) -> str:
-        notes = self._current_notes()
+        notes = self._current_notes() if index else ""  # at reset the last episode is still current
         question = task.metadata.get("question", "")
         if subtask.id == "answer":
             return f"Your notes:\n<notes>{notes}</notes>\n\nNow answer from your notes.\n\n{task.prompt}"

@@ -204,7 +204,7 @@ def _values(rng: random.Random, n: int) -> list[str]:
 
 def needle_single(ctx: Ctx) -> Task:
     rng = ctx.rng
-    n_distract = ctx.level(0, 4)
+    n_distract = ctx.level(1, 5)
     rel = rng.randrange(len(RELATIONS))
     keys = _keys(rng, 1 + n_distract, near=n_distract)
     values = _values(rng, len(keys))
@@ -294,12 +294,9 @@ def needle_multiquery(ctx: Ctx) -> Task:
     doc = ctx.assemble(_prose_writer(ctx), plants)
     asked = "; ".join(keys[:q])
     question = f"Give {RELATIONS[rel][0].format(key='site')} for each of these sites, in this order: {asked}."
-    spec = {
-        "type": "list",
-        "gold": values[:q],
-        "distractors": [values[q : 2 * q]] if n_other >= q else [],
-        "max_words": 12 * q,
-    }
+    swapped = values[:q][::-1]  # every value given, but to the wrong sites
+    wrong = [swapped] + ([values[q : 2 * q]] if n_other >= q else [])
+    spec = {"type": "list", "gold": values[:q], "distractors": wrong, "max_words": 12 * q}
     return make_task(
         ctx,
         doc,

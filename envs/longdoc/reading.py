@@ -19,7 +19,47 @@ from llmgym.tasks import Subtask, Task
 _NOTES = re.compile(r"<notes>(.*?)(?:</notes>|$)", re.DOTALL | re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-]*[a-z0-9]|[a-z0-9]")
 STOPWORDS = frozenset(
-    ["the", "a", "an", "of", "in", "on", "for", "to", "and", "or", "is", "was", "what", "which", "who", "how", "many", "much", "does", "did", "do", "at", "by", "with", "from", "that", "this", "these", "those", "it", "its", "be", "are", "were", "as", "any", "all", "give", "list"]
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "for",
+        "to",
+        "and",
+        "or",
+        "is",
+        "was",
+        "what",
+        "which",
+        "who",
+        "how",
+        "many",
+        "much",
+        "does",
+        "did",
+        "do",
+        "at",
+        "by",
+        "with",
+        "from",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "be",
+        "are",
+        "were",
+        "as",
+        "any",
+        "all",
+        "give",
+        "list",
+    ]
 )
 SEARCH_HITS = 5
 SNIPPET_CHARS = 240
