@@ -51,11 +51,14 @@ def _load_specs(paths: list[str] | None) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from llmgym.evaluation import provenance
     from llmgym.evaluation.runner import evaluate
 
     env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
         raise error.Error("--env-kwargs expects a JSON object, e.g. '{\"difficulty\": 0.5}'")
+    out = args.out or f"evals/{provenance.utc_now().replace(':', '')}"
+    print(f"writing to {out} (run the same command with --out {out} to resume)", file=sys.stderr)
     result = evaluate(
         args.envs or None,
         args.policy,
@@ -69,7 +72,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         mode=args.mode,
         env_workers=args.env_workers,
-        out=args.out,
+        out=out,
         overwrite=args.overwrite,
         report=not args.no_report,
         rollouts_format=args.rollouts_format,

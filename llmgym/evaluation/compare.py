@@ -128,7 +128,16 @@ def _provenance_diff(pa: Mapping[str, Any], pb: Mapping[str, Any]) -> list[dict[
         }
         for e in p.get("envs") or []:
             out[f"env {e.get('name')}"] = {
-                k: e.get(k) for k in ("id", "kwargs", "seed", "episodes", "version", "entry_point")
+                k: e.get(k)
+                for k in (
+                    "id",
+                    "kwargs",
+                    "seed",
+                    "episodes",
+                    "version",
+                    "entry_point",
+                    "module_sha256",
+                )
             }
         return out
 

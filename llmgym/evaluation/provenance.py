@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import importlib.util
+import json
 import os
 import platform
 import socket
@@ -76,14 +79,43 @@ def machine() -> dict[str, Any]:
 
 
 def env_version(env_id: str) -> dict[str, Any]:
-    """The registered version of an env: its ``-vN`` suffix, entry point and registered kwargs."""
+    """The registered version of an env: its ``-vN`` suffix, entry point, a hash of the
+    entry point's module source, and its registered kwargs (a hash when they are large,
+    e.g. a declarative env's inline task list)."""
     import gymnasium as gym
     from gymnasium.envs.registration import parse_env_id
 
     spec = gym.spec(env_id)
     _, _, version = parse_env_id(env_id)
-    entry = spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point)
-    return {"version": version, "entry_point": entry, "registered_kwargs": _jsonable(spec.kwargs)}
+    if isinstance(spec.entry_point, str):
+        entry = spec.entry_point
+        module = entry.partition(":")[0]
+    else:
+        entry = f"{getattr(spec.entry_point, '__module__', '?')}:{getattr(spec.entry_point, '__qualname__', '?')}"
+        module = getattr(spec.entry_point, "__module__", "")
+    kwargs = _jsonable(spec.kwargs)
+    text = json.dumps(kwargs, sort_keys=True)
+    if len(text) > 4000:
+        kwargs = {"sha256": hashlib.sha256(text.encode()).hexdigest(), "chars": len(text)}
+    return {
+        "version": version,
+        "entry_point": entry,
+        "module_sha256": _module_hash(module),
+        "registered_kwargs": kwargs,
+    }
+
+
+def _module_hash(module: str) -> str | None:
+    """SHA-256 of a module's source file, found without importing it (None if unknown)."""
+    try:
+        found = importlib.util.find_spec(module) if module else None
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(found, "origin", None)
+    if not origin or not os.path.isfile(origin):
+        return None
+    with open(origin, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _jsonable(value: Any) -> Any:

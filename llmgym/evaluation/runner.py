@@ -213,19 +213,28 @@ def _make_env(entry: EnvEntry) -> Any:
 def plan_tasks(entry: EnvEntry, env: Any, *, progress: bool = False) -> list[str]:
     """The task ids of an entry: task ``i`` is the first new one from ``reset(seed=seed + i)``.
 
-    ``episodes=None`` takes every task of a finite (dataset) source, in its order. Draws
-    that repeat a task are skipped; a source with fewer distinct tasks gives fewer (warned).
+    A finite (dataset) source asked for ``episodes=None``, or for at least as many tasks
+    as it has, gives every task in its order. Otherwise draws that repeat a task are
+    skipped; a source with fewer distinct tasks gives fewer (with a warning).
     """
     from tqdm.auto import tqdm
 
     source = env.unwrapped.source
-    if entry.episodes is None:
-        if isinstance(source, Sized) and hasattr(source, "__iter__"):
-            family = env.unwrapped.family
-            return [t.id for t in source if family is None or t.family == family]
+    episodes = entry.episodes
+    if isinstance(source, Sized) and hasattr(source, "__iter__"):
+        family = env.unwrapped.family
+        every = [t.id for t in source if family is None or t.family == family]
+        if episodes is None or episodes >= len(every):
+            if episodes is not None and episodes > len(every):
+                warnings.warn(
+                    f"{entry.name}: the dataset has {len(every)} tasks; evaluating all of them "
+                    f"instead of {episodes}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return every
+    if episodes is None:
         episodes = DEFAULT_EPISODES
-    else:
-        episodes = entry.episodes
     ids: list[str] = []
     seen: set[str] = set()
     limit = 10 * episodes + 100
@@ -246,7 +255,7 @@ def plan_tasks(entry: EnvEntry, env: Any, *, progress: bool = False) -> list[str
             f"{entry.name}: only {len(ids)} distinct tasks in {draws} draws; evaluating those "
             f"instead of {episodes}",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return ids
 
