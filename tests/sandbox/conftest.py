@@ -99,11 +99,13 @@ def no_leftovers() -> Iterator[None]:
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    leftover = [
-        (pid, open(f"/proc/{pid}/cmdline", "rb").read()[:80])
-        for pid in _descendants(os.getpid())
-        if os.path.exists(f"/proc/{pid}/cmdline")
-    ]
+    leftover = []
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                leftover.append((pid, f.read()[:80]))
+        except OSError:
+            pass
     ours = [p for p in leftover if b"llmgym" in p[1] or b"ray" not in p[1]]
     assert not ours, f"processes left behind: {ours}"
     assert _mounts() == mounts, "mounts left behind in the test process's namespace"
