@@ -255,6 +255,7 @@ def _transfer(p: Planner) -> str:
     else:
         amount = p.rng.randrange(50, min(src["balance_cents"], LIMIT_CENTS) // 100) * 100
     if amount > LIMIT_CENTS:
+        p.offer("transfer")
         p.call(
             "request_approval",
             from_account=src["account_id"],

@@ -194,6 +194,7 @@ class ToolCallingEnv(LLMEnv):
             "invalid": 0,
             "violations": [],
             "tool_turns": 0,
+            "gold_turns": 0,
         }
 
     def save_extra(self, extra: dict[str, Any]) -> Any:
@@ -226,6 +227,12 @@ class ToolCallingEnv(LLMEnv):
             return Turn.graded(self._grade_final(episode, message))
         extra = episode.extra
         extra["tool_turns"] += 1
+        gold = episode.task.answer["calls"]
+        done = extra.get("gold_turns", 0)
+        if done < len(gold) and [(c.name, c.arguments) for c in calls] == [
+            (g["name"], g["arguments"]) for g in gold[done]
+        ]:
+            extra["gold_turns"] = done + 1
         offered = set(episode.task.metadata["tools"])
         active = set(episode.task.metadata.get("rules", []))
         rules = [r for r in scenario.rules_for(episode.task.metadata["modules"]) if r.id in active]
@@ -350,7 +357,7 @@ class ToolCallingEnv(LLMEnv):
 
     def oracle_action(self) -> Action:
         ep = self._require_episode()
-        return self._oracle_turn(ep.task, int(ep.extra.get("tool_turns", 0)))
+        return self._oracle_turn(ep.task, int(ep.extra.get("gold_turns", 0)))
 
     def _oracle_turn(self, task: Task, index: int) -> Action:
         turns = task.answer["calls"]

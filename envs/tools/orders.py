@@ -354,6 +354,7 @@ def _cancel(p: Planner) -> str:
     if order["status"] == "placed":
         p.call("cancel_order", order_id=order["order_id"])
     else:
+        p.offer("cancel_order")
         p.call("create_return", order_id=order["order_id"], reason="not_needed")
     p.fact(order["order_id"])
     p.fact(money(order["total_cents"]))

@@ -309,6 +309,7 @@ class Planner:
     turns: list[list[dict[str, Any]]] = field(default_factory=list)
     facts: list[list[str]] = field(default_factory=list)
     decoys: list[str] = field(default_factory=list)
+    offered: list[str] = field(default_factory=list)
     _group: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -350,8 +351,13 @@ class Planner:
         """Values a guesser would name (the wrong namesake's email...): stating one fails."""
         self.decoys.extend(str(v) for v in values if str(v))
 
+    def offer(self, *names: str) -> None:
+        """Offer tools the gold does not use (the tempting one a policy forbids here)."""
+        self.offered.extend(names)
+
     def tools_used(self) -> list[str]:
-        return list(dict.fromkeys(c["name"] for turn in self.turns for c in turn))
+        used = [c["name"] for turn in self.turns for c in turn]
+        return list(dict.fromkeys(used + self.offered))
 
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return rows(self.db, sql, params)

@@ -31,6 +31,7 @@ def _refund(p: Planner) -> str:
     checking = next(a for a in accounts if a["kind"] == "checking")
     amount = order["total_cents"] / 100
     if order["total_cents"] > LIMIT_CENTS:
+        p.offer("transfer")
         p.call(
             "request_approval",
             from_account="ACC-9000",
