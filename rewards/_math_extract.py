@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections import deque
 
+from llmgym.rewards._math_eval import Options
 from llmgym.rewards._math_parse import KNOWN_WORDS, ParseError, normalize, parse
+from llmgym.rewards._math_values import to_value, values_eq
 
 MAX_BOX_CHARS = 100_000
 """A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""
@@ -49,7 +51,7 @@ _MATH_SEG_RE = re.compile(
 _SENTENCE_END_RE = re.compile(
     r"(?<!\d)\.(?!\d)|\.(?=\s|$)|\s(?:because|since|which|as|so|where|when|but|for|given)\s|[!?]"
 )
-_LAST_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
+_LAST_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\.\.\.|…)?")
 _THINK_END = "</think>"
 
 
@@ -131,11 +133,28 @@ def _prefix_var(text: str, start: int) -> str | None:
     return m.group(1) if m else None
 
 
+def same_value(a: str, b: str) -> bool:
+    """Whether two answer strings are the same value (``\frac{1}{2}`` and ``0.5``); strict,
+    no sympy: used to tell a restated answer from a hedge."""
+    na, nb = normalize(a), normalize(b)
+    if na == nb:
+        return True
+    try:
+        va, vb = to_value(parse(na)), to_value(parse(nb))
+        return values_eq(va, vb, Options(timeout_s=0.0, deadline=0.0))
+    except Exception:  # unparsable or odd: not provably the same
+        return False
+
+
+def _all_same(pieces: list[str]) -> bool:
+    return all(same_value(pieces[0], p) for p in pieces[1:])
+
+
 def _join_group(text: str, group: list[tuple[int, int, str]], links: list[str]) -> str | None:
     """One answer from a final group of boxes: identical ones collapse, "and"/"," joins into a
     list, "or" into a disjunction, juxtaposed different boxes are a hedge (None)."""
     contents = [c for _, _, c in group]
-    if len({normalize(c) for c in contents}) == 1:
+    if _all_same(contents):
         return contents[-1]
     if "none" in links:
         return None
@@ -190,7 +209,7 @@ def unhedge(answer: str) -> str | None:
     pieces = [p for p in pieces if p]
     if len(pieces) <= 1:
         return pieces[0] if pieces else None
-    if len({normalize(p) for p in pieces}) == 1:
+    if _all_same(pieces):
         return pieces[0]
     variables = {_relation_var(p) for p in pieces}
     if len(variables) == 1 and None not in variables:
@@ -255,12 +274,29 @@ def _trim_prose(s: str) -> str | None:
     if m:
         s = s[: m.start()]
     s = s.strip(" ,;:")
-    words = s.split()
-    for cut in range(len(words), max(0, len(words) - 8), -1):
-        candidate = " ".join(words[:cut])
-        if candidate and _parses(candidate):
-            return candidate
+    words = s.split()[:40]
+    # "The perimeter is 12 units": the answer may start after a verb, and end before prose
+    starts = [0] + [i + 1 for i, w in enumerate(words) if w.lower() in _ANSWER_VERBS]
+    for start in starts:
+        for cut in range(len(words), max(start, len(words) - 8), -1):
+            candidate = " ".join(words[start:cut])
+            if candidate and not _is_prose(candidate) and _parses(candidate):
+                return candidate
     return None
+
+
+_ANSWER_VERBS = {"is", "are", "was", "were", "be", "equals", "equal", "=", "of", "gives", "get"}
+
+
+def _is_prose(s: str) -> bool:
+    """Whether ``s`` reads as English rather than a math answer: a stop word, two unknown
+    words, or one unknown word next to other letters ("no idea"); "Devon", "12 eggs" and
+    "5 square units" are not prose."""
+    plain = _NON_PROSE_RE.sub(" ", normalize(s))
+    words = [w for w in _LONG_WORD_RE.findall(plain) if w.lower() not in KNOWN_WORDS]
+    if _STOP_WORD_RE.search(plain) or len(words) > 1:
+        return True
+    return bool(words and re.search(r"[A-Za-z]", plain.replace(words[0], " ")))
 
 
 def _after_marker(text: str, pos: int) -> str | None:
@@ -292,16 +328,13 @@ def _bare(text: str) -> str | None:
     s = _strip_markdown(s)
     if _EITHER_RE.search(s) or _OR_SPLIT_RE.search(s):
         return s  # let unhedge judge it
-    plain = _NON_PROSE_RE.sub(" ", normalize(s))
-    words = [w for w in _LONG_WORD_RE.findall(plain) if w.lower() not in KNOWN_WORDS]
-    if _STOP_WORD_RE.search(plain) or len(words) > 1:
-        return None  # prose, not a bare answer
-    if words and re.search(r"[A-Za-z]", plain.replace(words[0], " ")):
-        return None  # a word plus letters ("no idea"); a word alone ("Devon", "12 eggs") is fine
+    if _is_prose(s):
+        return None
     if _parses(s):
         return s
     # not math we parse, but no prose either (a hostile or exotic answer): compared as text
-    if len(s) <= 200 and "\n" not in s and not words:
+    plain = _NON_PROSE_RE.sub(" ", normalize(s))
+    if len(s) <= 200 and "\n" not in s and not _LONG_WORD_RE.search(plain):
         return s
     return None
 

@@ -259,6 +259,8 @@ def normalize(answer: str) -> str:
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
     s = s.strip()
+    if s.endswith("..."):  # 0.333... repeats; it is not the end of a sentence
+        s = s[:-3] + r"\ldots"
     for _ in range(3):
         changed = False
         for left, right in _DELIMS:
@@ -421,17 +423,26 @@ UNITS = {
         "items",
     ],
 }
-KNOWN_WORDS = {w.lower() for w in UNITS} | FUNCTIONS | set(_FN_ALIASES) | {
-    "infinity",
-    "infty",
-    "undefined",
-    "none",
-    "emptyset",
-    "varnothing",
-    "nothing",
-    "either",
-    "infinitelymany",
-}
+KNOWN_WORDS = (
+    {w.lower() for w in UNITS}
+    | FUNCTIONS
+    | set(_FN_ALIASES)
+    | {
+        "thousand",
+        "million",
+        "billion",
+        "trillion",
+        "infinity",
+        "infty",
+        "undefined",
+        "none",
+        "emptyset",
+        "varnothing",
+        "nothing",
+        "either",
+        "infinitelymany",
+    }
+)
 _UNIT_PHRASES = re.compile(
     r"(?:km/h|m/s\^?\{?2?\}?|ft/s|km/hr|mi/h|m\^\{?[23]\}?|cm\^\{?[23]\}?|ft\^\{?[23]\}?)$"
 )
@@ -450,6 +461,10 @@ _SPECIAL_WORDS = {
     "and": ("and", "and"),
     "either": ("either", "either"),
     "per": ("per", "per"),
+    "thousand": ("scale", 10**3),
+    "million": ("scale", 10**6),
+    "billion": ("scale", 10**9),
+    "trillion": ("scale", 10**12),
 }
 
 _COMMANDS: dict[str, tuple[str, str]] = {
@@ -470,7 +485,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "gt": ("rel", ">"),
     "ne": ("rel", "!="),
     "neq": ("rel", "!="),
-    "approx": ("rel", "="),
+    "approx": ("rel", "~"),
+    "sim": ("rel", "~"),
     "equiv": ("rel", "="),
     "doteq": ("rel", "="),
     "in": ("rel", "in"),
@@ -821,6 +837,11 @@ class _Parser:
     def parse(self) -> Node:
         if self.at("either"):
             self.next()
+        # "\text{The answer is } 5", "= 5", "\approx 3.14": a lead-in before the math
+        while self.peek()[0] in ("word", "unit") and self.peek(1)[0] not in ("eof", "word", "unit"):
+            self.next()
+        if self.at("rel") and self.peek()[1] in ("=", "~"):
+            self.next()
         node = self.parse_or()
         self.skip_units()
         if not self.at("eof"):
@@ -1022,6 +1043,8 @@ class _Parser:
                     node = ("fn", "fact2", (node,))
                 else:
                     node = ("fn", "fact", (node,))
+            elif self.at("scale"):  # 1.5 million
+                node = ("mul", (node, _num(self.next()[1])))
             elif self.at("deg"):
                 self.next()
                 if self.fn_depth > 0:  # an angle inside sin(...) is in degrees
@@ -1329,6 +1352,28 @@ def _repeating(m: re.Match[str]) -> str:
     return f"({value.numerator}/{value.denominator})"
 
 
+_ELLIPSIS_RE = re.compile(r"(\d*)\.(\d+)\s*(?:\.\.\.|\\[lc]?dots|…)")
+
+
+def _ellipsis(m: re.Match[str]) -> str:
+    """``0.1666...`` -> ``(1/6)``: the shortest period repeated at least twice (thrice for a
+    single digit) at the end of the digits; no repetition -> ParseError."""
+    whole, digits = m.group(1) or "0", m.group(2)
+    for period in range(1, len(digits) // 2 + 1):
+        rep = digits[-period:]
+        copies = 3 if period == 1 else 2
+        if len(digits) >= period * copies and digits.endswith(rep * copies):
+            fixed = digits[: len(digits) - period * copies]
+            while fixed.endswith(rep):
+                fixed = fixed[:-period]
+            value = Fraction(
+                int(whole + fixed + rep) - int(whole + fixed),
+                10 ** len(fixed) * (10**period - 1),
+            )
+            return f"({value.numerator}/{value.denominator})"
+    raise ParseError("an ellipsis without a repeating pattern")
+
+
 @functools.lru_cache(maxsize=8192)
 def parse(answer: str) -> Node:
     """Parse a normalised answer (see :func:`normalize`) into an AST; raise :class:`ParseError`.
@@ -1346,6 +1391,8 @@ def parse(answer: str) -> Node:
         raise ParseError("empty answer")
     if "overline" in answer or answer.endswith(")"):
         answer = _REPEATING_RE.sub(_repeating, answer)
+    if "..." in answer or "dots" in answer or "…" in answer:
+        answer = _ELLIPSIS_RE.sub(_ellipsis, answer)
     if _UNIT_PHRASES.search(answer):
         answer = _UNIT_PHRASES.sub("", answer).strip()
     toks = tokenize(answer)

@@ -254,6 +254,7 @@ def _to_sympy(node: Any, sp: Any, symbols: dict[str, Any]) -> Any:
         for left, op, right in zip(exprs, node[2], exprs[1:], strict=False):
             rel = {
                 "=": sp.Eq,
+                "~": sp.Eq,
                 "!=": sp.Ne,
                 "<": sp.Lt,
                 "<=": sp.Le,
@@ -318,6 +319,14 @@ def _worker_main() -> None:
     except (ImportError, ValueError, OSError):
         pass
     import sympy as sp
+
+    # sympy imports much of itself lazily on first use: pay that here, before "ready", so the
+    # first real request is not cut short by its timeout
+    x = sp.Symbol("x", real=True)
+    sp.simplify((x**2 - 1) / (x - 1) - (x + 1))
+    sp.solveset(sp.Abs(x) >= 2, x, domain=sp.S.Reals)
+    sp.Interval(0, 1).symmetric_difference(sp.Interval.open(0, 1))
+    (sp.sqrt(2) + 1).equals(sp.sqrt(3))
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 

@@ -184,6 +184,18 @@ def _is_const(node: Node) -> bool:
 
 def _rel_value(node: Node) -> Value:
     exprs, ops = node[1], node[2]
+    if "~" in ops and not all(op == "~" for op in ops):
+        # x = \sqrt{2} \approx 1.414: what follows the first "approximately" is commentary
+        k = ops.index("~")
+        exprs, ops = exprs[: k + 1], ops[:k]
+        if not ops:
+            return to_value(exprs[0])
+    if all(op == "~" for op in ops):
+        # "\sqrt{2} \approx 1.414": the exact value is stated first; "x \approx 1.41": x is
+        # (only) approximately 1.41
+        if exprs[0][0] in SCALAR_KINDS and not symbols(exprs[0]):
+            return to_value(exprs[0])
+        ops = tuple("=" for _ in ops)
     if all(op == "=" for op in ops):
         lhs, rhs = exprs[0], exprs[-1]
         if lhs[0] == "sym":
