@@ -164,6 +164,19 @@ def _ci_err(
     return vals, err
 
 
+def _difficulty_x(label: str) -> float:
+    """Where a difficulty label sits on a [0, 1] axis: its value, or a bin's middle.
+
+    >>> _difficulty_x("0.25"), _difficulty_x("0.2-0.4")
+    (0.25, 0.30000000000000004)
+    """
+    low, sep, high = label.partition("-")
+    try:
+        return (float(low) + float(high)) / 2 if sep else float(low)
+    except ValueError:
+        return 0.0
+
+
 def _eval_figures(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
     by_env = summary.get("by_env", {})
     envs = list(by_env)
@@ -207,11 +220,12 @@ def _eval_figures(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any
         def difficulty(fig: Any) -> None:
             ax = fig.subplots()
             for env, groups in by_diff.items():
-                labels = list(groups)
+                labels = sorted(groups, key=_difficulty_x)
                 vals, err = _ci_err([groups[g] for g in labels], "success_rate", "success_ci")
-                ax.errorbar(range(len(labels)), vals, yerr=err, marker="o", capsize=3, label=env)
-                ax.set_xticks(range(len(labels)), labels, fontsize=8)
-            ax.set_xlabel("difficulty")
+                xs = [_difficulty_x(g) for g in labels]
+                ax.errorbar(xs, vals, yerr=err, marker="o", capsize=3, label=env)
+            ax.set_xlim(-0.03, 1.03)
+            ax.set_xlabel("difficulty (a binned range is drawn at its middle)")
             ax.set_ylabel("success rate")
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
