@@ -148,7 +148,7 @@ class CodeFile(Writer):
     def body(self, rng: random.Random, budget: Budget) -> Section:
         pick = picker(rng)
         noun = pick(CODE_NOUNS)
-        blocks = []
+        blocks: list[str] = []
         for _ in range(2 + int(rng.random() * 4)):
             if budget.left <= 0 and blocks:
                 break

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from llmgym.envs.longdoc.cast import long_date, money, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import (
     CITIES,
     COMPANY_FORMS,
@@ -81,16 +81,16 @@ class Contract(Writer):
             f'{self.customer} (the "Customer") and {self.supplier} (the "Supplier").'
         )
 
-    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
-        pick, rnd = picker(rng), rng.random
+    def base_slots(self, rng: random.Random) -> dict[str, Any]:
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
         sites = [s for s in self.sites if not self.avoid(("site", s))]
         slots: dict[str, Any] = {
-            "obligation": lambda: pick(OBLIGATIONS),
-            "term": lambda: pick(DEFINED_TERMS),
+            "obligation": choice(OBLIGATIONS),
+            "term": choice(DEFINED_TERMS),
             "term2": lambda: pick(DEFINED_TERMS).lower(),
-            "site": lambda: pick(sites),
-            "role": lambda: pick(ROLES),
-            "city": lambda: pick(CITIES),
+            "site": choice(sites),
+            "role": choice(ROLES),
+            "city": choice(CITIES),
             "ref": lambda: f"{2 + int(rnd() * 40)}.{1 + int(rnd() * 9)}",
             "days": lambda: str(pick((5, 10, 14, 20, 28, 30, 45, 60, 90))),
             "years": lambda: str(1 + int(rnd() * 7)),
@@ -99,12 +99,10 @@ class Contract(Writer):
             "letter": lambda: pick("abcdefgh"),
             "schedule": lambda: str(1 + int(rnd() * 9)),
             "count": lambda: str(4 + int(rnd() * 80)),
-            "product": lambda: pick(self.products),
+            "product": choice(self.products),
             "date": lambda: long_date(self.date - dt.timedelta(days=int(20 + rnd() * 200))),
             "topic_l": lambda: pick(CONTRACT_TOPICS).lower(),
         }
-        for k, v in fixed.items():
-            slots[k] = lambda v=v: v  # noqa: B023
         return slots
 
     def front(self) -> list[Section]:
@@ -124,7 +122,7 @@ class Contract(Writer):
 
     def clause(self, rng: random.Random, topic: str, budget: Budget) -> Section:
         slots = self.slots(rng, topic_l=topic.lower())
-        blocks = []
+        blocks: list[str] = []
         for letter in "abcdef"[: 2 + int(rng.random() * 4)]:
             if budget.left <= 0 and blocks:
                 break

@@ -15,6 +15,7 @@ paragraphs are joined once, and the document is joined once.
 from __future__ import annotations
 
 import bisect
+import math
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,10 @@ class Phrases:
 
     def __init__(self, *templates: str):
         self._items = [(_SLOT.sub("{}", t), tuple(_SLOT.findall(t))) for t in templates]
+        # Steps coprime with the count walk distinct templates in varied orders (cheaper than sample).
+        self._strides = [
+            s for s in range(1, max(2, len(templates))) if math.gcd(s, len(templates)) == 1
+        ] or [1]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -51,12 +56,15 @@ class Phrases:
 
     def paragraph(self, rng: random.Random, slots: Slots, n: int, budget: Budget) -> str:
         """Up to ``n`` sentences from distinct templates, stopping when the budget runs out."""
-        order = rng.sample(range(len(self._items)), min(n, len(self._items)))
-        out = []
-        for i in order:
+        size = len(self._items)
+        start = int(rng.random() * size)
+        stride = self._strides[int(rng.random() * len(self._strides))]
+        out: list[str] = []
+        for k in range(min(n, size)):
             if budget.left <= 0 and out:
                 break
-            sentence = self.fill(i, slots)
+            fmt, names = self._items[(start + k * stride) % size]
+            sentence = fmt.format(*[slots[name]() for name in names])
             budget.spend(len(sentence) + 1)
             out.append(sentence)
         return " ".join(out)
@@ -70,6 +78,17 @@ class Budget:
 
     def spend(self, chars: int) -> None:
         self.left -= chars
+
+
+def chooser(rng: random.Random) -> Callable[[Sequence[Any]], Callable[[], Any]]:
+    """``choice(seq)``: a slot that draws a uniform element of ``seq`` each time it is called."""
+    rnd = rng.random
+
+    def choice(seq: Sequence[Any]) -> Callable[[], Any]:
+        n = len(seq)
+        return lambda: seq[int(rnd() * n)]
+
+    return choice
 
 
 def picker(rng: random.Random) -> Callable[[Sequence[Any]], Any]:
@@ -162,6 +181,19 @@ class Writer:
     def begin(self) -> None:
         """Reset what the body keeps between sections (counters, names); called per build."""
 
+    def base_slots(self, rng: random.Random) -> dict[str, Callable[[], str]]:
+        """The template slots of this kind, drawing from ``rng``."""
+        return {}
+
+    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Callable[[], str]]:
+        """:meth:`base_slots` (built once per ``rng``) with some slots fixed for one section."""
+        if getattr(self, "_slot_rng", None) is not rng:
+            self._slot_rng, self._slot_base = rng, self.base_slots(rng)
+        out = dict(self._slot_base)
+        for name, value in fixed.items():
+            out[name] = _constant(value)
+        return out
+
     def header(self) -> str:
         raise NotImplementedError
 
@@ -180,6 +212,10 @@ class Writer:
 
 def _never(_: Any) -> bool:
     return False
+
+
+def _constant(value: str) -> Callable[[], str]:
+    return lambda: value
 
 
 def assemble(
@@ -224,6 +260,12 @@ def _assemble_once(
         section = writer.body(rng, budget)
         budget.left = left - section.chars()  # exact, whatever the writer spent inside
         body.append(section)
+    # The last section may overshoot; drop its trailing blocks while that gets closer to the target.
+    while body and len(body[-1].blocks) > 1 and len(body[-1].blocks[-1]) + 2 < -2 * budget.left:
+        last = body[-1]
+        budget.left += len(last.blocks.pop()) + 2
+        if last.prose is not None:
+            last.prose.pop()
     sections = front + body + back
     for p in sorted(planted, key=lambda p: p.depth):
         assert p.section is not None

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from llmgym.envs.longdoc.cast import long_date, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import (
     COMPANY_STEMS,
     DETECTIONS,
@@ -84,10 +84,10 @@ class IncidentLog(Writer):
 
     def incident(self, rng: random.Random, rec: dict[str, Any], budget: Budget) -> Section:
         """The section for one incident record (its id, date and title come in ``finalize``)."""
-        pick, rnd = picker(rng), rng.random
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
         slots = {
             "symptom": lambda: rec["symptom"],
-            "symptom2": lambda: pick(SYMPTOMS),
+            "symptom2": choice(SYMPTOMS),
             "service": lambda: rec["service"],
             "service2": lambda: pick([s for s in self.services if s != rec["service"]]),
             "minutes": lambda: str(rec["minutes"]),
@@ -98,7 +98,7 @@ class IncidentLog(Writer):
             "count": lambda: str(2 + int(rnd() * 30)),
             "count2": lambda: str(3 + int(rnd() * 400)),
             "count3": lambda: str(2 + int(rnd() * 8)),
-            "detail": lambda: pick(DETAILS),
+            "detail": choice(DETAILS),
         }
         start = rng.randint(0, 23 * 60)
         steps = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import COMPONENTS, ERROR_CONDITIONS, PRODUCT_LINES, TOOLS_LIST
 
 NOTE = Phrases(
@@ -52,27 +52,25 @@ class Manual(Writer):
             f"Document {self.document_code}, revision {self.revision}. Covers models {', '.join(self.models)}."
         )
 
-    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
-        pick, rnd = picker(rng), rng.random
+    def base_slots(self, rng: random.Random) -> dict[str, Any]:
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
         slots: dict[str, Any] = {
-            "component": lambda: pick(COMPONENTS),
-            "component2": lambda: pick(COMPONENTS),
-            "model": lambda: pick(self.models),
+            "component": choice(COMPONENTS),
+            "component2": choice(COMPONENTS),
+            "model": choice(self.models),
             "serial": lambda: f"{int(10_000 + rnd() * 89_999)}",
             "hours": lambda: str(pick((250, 500, 1000, 2000, 4000, 8000))),
             "months": lambda: str(pick((3, 6, 12, 24))),
-            "tool": lambda: pick(TOOLS_LIST),
+            "tool": choice(TOOLS_LIST),
             "temp": lambda: str(int(5 + rnd() * 35)),
             "minutes": lambda: str(pick((5, 10, 15, 30))),
             "count": lambda: str(pick((2, 3, 5))),
             "fault": lambda: f"E{int(10 + rnd() * 89)}",
-            "condition": lambda: pick(ERROR_CONDITIONS),
+            "condition": choice(ERROR_CONDITIONS),
             "part": lambda: (
                 f"{self.brand[:2].upper()}-{int(1000 + rnd() * 8999)}-{int(10 + rnd() * 89)}"
             ),
         }
-        for k, v in fixed.items():
-            slots[k] = lambda v=v: v  # noqa: B023
         return slots
 
     def front(self) -> list[Section]:

@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from llmgym.envs.longdoc.cast import long_date, money, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import (
     AGENDA_TOPICS,
     CITIES,
@@ -63,7 +63,7 @@ class Minutes(Writer):
         return f"{self.company}\n{self.committee}\nMinutes of meetings, {self.year}\nChair: {self.chair}"
 
     def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
-        pick, rnd = picker(rng), rng.random
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
         cast = rng.sample(self.people, 5)
         slots: dict[str, Any] = {
             "person": lambda: cast[0],
@@ -71,15 +71,15 @@ class Minutes(Writer):
             "person3": lambda: cast[2],
             "person4": lambda: cast[3],
             "person5": lambda: cast[4],
-            "topic": lambda: pick(AGENDA_TOPICS),
-            "dept": lambda: pick(DEPARTMENTS),
-            "role": lambda: pick(ROLES),
-            "city": lambda: pick(CITIES),
+            "topic": choice(AGENDA_TOPICS),
+            "dept": choice(DEPARTMENTS),
+            "role": choice(ROLES),
+            "city": choice(CITIES),
             "money": lambda: money(self.symbol, int(40 + rnd() * 3000)),
             "count": lambda: str(2 + int(rnd() * 12)),
             "count2": lambda: str(14 + int(rnd() * 10)),
             "pct": lambda: f"{2 + int(rnd() * 14)}%",
-            "month": lambda: pick(MONTHS),
+            "month": choice(MONTHS),
             "weekday": lambda: pick(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")),
         }
         for k, v in fixed.items():

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from llmgym.envs.longdoc.cast import long_date, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import (
     APPROVERS,
     CITIES,
@@ -87,7 +87,7 @@ class Policy(Writer):
         )
 
     def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
-        pick, rnd = picker(rng), rng.random
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
 
         def grade_pair() -> tuple[str, str]:
             i = int(rnd() * 6)
@@ -98,20 +98,20 @@ class Policy(Writer):
         slots: dict[str, Any] = {
             "g1": lambda: g[0],
             "g2": lambda: g[1],
-            "approver": lambda: pick(APPROVERS),
-            "topic": lambda: pick(topics),
+            "approver": choice(APPROVERS),
+            "topic": choice(topics),
             "money": lambda: f"{self.symbol}{int(20 + rnd() * 4980):,}",
             "days": lambda: str(pick((3, 5, 7, 10, 14, 20, 30, 60, 90))),
             "months": lambda: str(pick((3, 6, 9, 12, 18, 24))),
             "years": lambda: str(pick((2, 3, 5, 6, 7, 10))),
             "pct": lambda: f"{pick((5, 10, 15, 20, 25))}%",
             "count": lambda: str(5 + int(rnd() * 60)),
-            "city": lambda: pick(CITIES),
-            "dept": lambda: pick(DEPARTMENTS),
-            "role": lambda: pick(ROLES),
-            "person": lambda: pick(self.people),
+            "city": choice(CITIES),
+            "dept": choice(DEPARTMENTS),
+            "role": choice(ROLES),
+            "person": choice(self.people),
             "company": lambda: self.company,
-            "month": lambda: pick(MONTHS),
+            "month": choice(MONTHS),
         }
         for k, v in fixed.items():
             slots[k] = lambda v=v: v  # noqa: B023

@@ -206,7 +206,7 @@ class DocumentIndex:
         scores: dict[int, float] = {}
         first: dict[int, tuple[float, int]] = {}
         for term in terms:
-            hits = []
+            hits: list[int] = []
             pos = lower.find(term)
             while pos >= 0 and len(hits) < 5000:
                 hits.append(pos)

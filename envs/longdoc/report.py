@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from llmgym.envs.longdoc.cast import money, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, picker
+from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
 from llmgym.envs.longdoc.vocab import (
     CITIES,
     COMMITTEES,
@@ -120,23 +120,23 @@ class AnnualReport(Writer):
     def header(self) -> str:
         return f"{self.company}\nAnnual Report and Accounts {self.year}\nFor the year ended 31 December {self.year}"
 
-    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
-        pick, rnd = picker(rng), rng.random
+    def base_slots(self, rng: random.Random) -> dict[str, Any]:
+        pick, rnd, choice = picker(rng), rng.random, chooser(rng)
         slots: dict[str, Any] = {
-            "region": lambda: pick(self.regions),
-            "segment": lambda: pick(self.segments),
-            "product": lambda: pick(self.products),
-            "asset": lambda: pick(self.assets),
-            "kpi": lambda: pick(self.kpis),
+            "region": choice(self.regions),
+            "segment": choice(self.segments),
+            "product": choice(self.products),
+            "asset": choice(self.assets),
+            "kpi": choice(self.kpis),
             "kpi_cap": lambda: pick(self.kpis).capitalize(),
-            "driver": lambda: pick(DRIVERS),
-            "headwind": lambda: pick(HEADWINDS),
-            "initiative": lambda: pick(INITIATIVES),
+            "driver": choice(DRIVERS),
+            "headwind": choice(HEADWINDS),
+            "initiative": choice(INITIATIVES),
             "risk": lambda: pick(RISKS).lower(),
-            "committee": lambda: pick(COMMITTEES),
-            "role": lambda: pick(ROLES),
-            "city": lambda: pick(CITIES),
-            "person": lambda: pick(self.people),
+            "committee": choice(COMMITTEES),
+            "role": choice(ROLES),
+            "city": choice(CITIES),
+            "person": choice(self.people),
             "company": lambda: self.company,
             "pct": lambda: f"{1 + rnd() * 17:.1f}%",
             "pts": lambda: f"{0.2 + rnd() * 4:.1f}",
@@ -149,10 +149,8 @@ class AnnualReport(Writer):
             "year": lambda: str(self.year),
             "year_past": lambda: str(self.year - 2 - int(rnd() * 6)),
             "year_end": lambda: f"31 December {self.year}",
-            "month_name": lambda: pick(MONTHS),
+            "month_name": choice(MONTHS),
         }
-        for k, v in fixed.items():
-            slots[k] = lambda v=v: v  # noqa: B023
         return slots
 
     def front(self) -> list[Section]:
