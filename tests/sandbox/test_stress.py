@@ -12,7 +12,10 @@ from llmgym.sandbox import Limits, Sandbox
 KINDS = {
     "ok": ("import sys; print('run', {i}); print('err', {i}, file=sys.stderr)", "ok"),
     "timeout": ("import time; print('run', {i}, flush=True); time.sleep(30)", "timeout"),
-    "memory": ("x = bytearray(96 << 20)\nfor j in range(0, len(x), 4096): x[j] = 1", "memory_limit"),
+    "memory": (
+        "x = bytearray(96 << 20)\nfor j in range(0, len(x), 4096): x[j] = 1",
+        "memory_limit",
+    ),
     "crash": ("import os; print('run', {i}, flush=True); os.abort()", "runtime_error"),
     "flood": ("import os\nwhile True: os.write(1, b'run {i} ' * 4096)", "output_limit"),
 }
@@ -38,7 +41,10 @@ def test_two_thousand_mixed_runs_at_concurrency_32(local_sandbox: Sandbox) -> No
             wrong.append((i, kind, "mixed output", res.stdout, res.stderr))
         if kind in ("timeout", "crash") and res.stdout != f"run {i}\n":
             wrong.append((i, kind, "mixed output", res.stdout))
-        if kind == "flood" and res.stdout_bytes != (b"run %d " % i * 20000)[: len(res.stdout_bytes)]:
+        if (
+            kind == "flood"
+            and res.stdout_bytes != (b"run %d " % i * 20000)[: len(res.stdout_bytes)]
+        ):
             wrong.append((i, kind, "mixed output", res.stdout[:40]))
     assert not wrong, wrong[:10]
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
