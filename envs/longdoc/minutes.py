@@ -62,15 +62,20 @@ class Minutes(Writer):
     def header(self) -> str:
         return f"{self.company}\n{self.committee}\nMinutes of meetings, {self.year}\nChair: {self.chair}"
 
-    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
+    def cast(self, rng: random.Random) -> dict[str, str]:
+        """A meeting's five named participants, fixed for its minutes."""
+        five = rng.sample(self.people, 5)
+        return {
+            "person": five[0],
+            "person2": five[1],
+            "person3": five[2],
+            "person4": five[3],
+            "person5": five[4],
+        }
+
+    def base_slots(self, rng: random.Random) -> dict[str, Any]:
         pick, rnd, choice = picker(rng), rng.random, chooser(rng)
-        cast = rng.sample(self.people, 5)
         slots: dict[str, Any] = {
-            "person": lambda: cast[0],
-            "person2": lambda: cast[1],
-            "person3": lambda: cast[2],
-            "person4": lambda: cast[3],
-            "person5": lambda: cast[4],
             "topic": choice(AGENDA_TOPICS),
             "dept": choice(DEPARTMENTS),
             "role": choice(ROLES),
@@ -82,8 +87,6 @@ class Minutes(Writer):
             "month": choice(MONTHS),
             "weekday": lambda: pick(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")),
         }
-        for k, v in fixed.items():
-            slots[k] = lambda v=v: v  # noqa: B023
         return slots
 
     def decision(self, rng: random.Random) -> str:
@@ -102,7 +105,7 @@ class Minutes(Writer):
         return f"The committee {verb} the {programme} programme; {pick(self.people)} will report back in {pick(MONTHS)}."
 
     def body(self, rng: random.Random, budget: Budget) -> Section:
-        slots = self.slots(rng)
+        slots = self.slots(rng, **self.cast(rng))
         pick = picker(rng)
         blocks = [ATTENDANCE.paragraph(rng, slots, 2, budget)]
         for item in range(1, 2 + int(rng.random() * 4)):

@@ -86,18 +86,17 @@ class Policy(Writer):
             f"{long_date(self.effective)}. Policy owner: {self.owner}."
         )
 
-    def slots(self, rng: random.Random, **fixed: str) -> dict[str, Any]:
+    def grades(self, rng: random.Random) -> dict[str, str]:
+        """A section's grade bracket, fixed for its rules."""
+        i = int(rng.random() * 6)
+        return {"g1": GRADES[i], "g2": GRADES[i + 1 + int(rng.random() * (7 - i))]}
+
+    def base_slots(self, rng: random.Random) -> dict[str, Any]:
         pick, rnd, choice = picker(rng), rng.random, chooser(rng)
-
-        def grade_pair() -> tuple[str, str]:
-            i = int(rnd() * 6)
-            return GRADES[i], GRADES[i + 1 + int(rnd() * (7 - i))]
-
-        g = grade_pair()
         topics = [t for t in self.topics if not self.avoid(("topic", t))]
         slots: dict[str, Any] = {
-            "g1": lambda: g[0],
-            "g2": lambda: g[1],
+            "g1": lambda: GRADES[0],
+            "g2": lambda: GRADES[-1],
             "approver": choice(APPROVERS),
             "topic": choice(topics),
             "money": lambda: f"{self.symbol}{int(20 + rnd() * 4980):,}",
@@ -113,19 +112,17 @@ class Policy(Writer):
             "company": lambda: self.company,
             "month": choice(MONTHS),
         }
-        for k, v in fixed.items():
-            slots[k] = lambda v=v: v  # noqa: B023
         return slots
 
     def front(self) -> list[Section]:
         rng = random.Random(self.seed + 1)
-        slots = self.slots(rng, topic=self.area.lower())
+        slots = self.slots(rng, topic=self.area.lower(), **self.grades(rng))
         return [Section("Purpose and scope", [PURPOSE.paragraph(rng, slots, 4, Budget(10**9))])]
 
     def body(self, rng: random.Random, budget: Budget) -> Section:
         topic = picker(rng)([t for t in self.topics if not self.avoid(("topic", t))])
         self._n += 1
-        slots = self.slots(rng, topic=topic)
+        slots = self.slots(rng, topic=topic, **self.grades(rng))
         blocks = [
             f"{self._n}.{k} " + RULE.paragraph(rng, slots, 2 + int(rng.random() * 2), budget)
             for k in range(1, 2 + int(rng.random() * 3))
