@@ -385,7 +385,7 @@ def correctness(answer: str, spec: Mapping[str, Any]) -> tuple[float, str]:
             return 0.0, "the answer matches another part of the document better than the asked one"
         return f, f"token F1 {f:.2f}"
     if kind == "keyfacts":
-        facts = gold if isinstance(gold, list) else [gold]
+        facts: list[Any] = gold if isinstance(gold, list) else [gold]
         recall = key_fact_recall(answer, facts)
         wrong = key_fact_recall(answer, distractors) if distractors else 0.0
         if wrong > recall:
