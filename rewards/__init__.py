@@ -28,6 +28,7 @@ _TABLE: dict[str, str | Verifier] = {
     "json": "llmgym.rewards.text:json_match",
     "json_schema": "llmgym.rewards.text:json_schema_match",
     "math": "llmgym.rewards.math:math_verifier",
+    "longdoc": "llmgym.rewards.longdoc:grade_answer",
 }
 
 
