@@ -251,10 +251,17 @@ def execute_on(
     cgroups: CgroupManager | None,
     *,
     tmp_mb: int | None = None,
+    oom_probe: Any = None,
+    container: bool = False,
 ) -> ExecResult:
-    """Send ``request`` to ``zygote`` and supervise the run to its end. Thread-safe."""
+    """Send ``request`` to ``zygote`` and supervise the run to its end. Thread-safe.
+
+    ``container``: the zygote runs in a container that bounds memory and processes itself, so
+    no per-process rlimit stands in for missing cgroups; ``oom_probe.oom_kills()`` then tells
+    whether the container's OOM killer struck during the run.
+    """
     lim, clim = request.limits, request.compile_limits
-    degraded = cgroups is None or not cgroups.available
+    degraded = (cgroups is None or not cgroups.available) and not container
     cg_run: CgroupRun | None = None
     cg_compile: CgroupRun | None = None
     compiled = request.compiled
@@ -311,7 +318,9 @@ def execute_on(
         finally:
             for fd in child_fds:
                 os.close(fd)
-        return _supervise(request, settings, ctrl, streams, cg_run, cg_compile, t_submit, degraded)
+        return _supervise(
+            request, settings, ctrl, streams, cg_run, cg_compile, t_submit, degraded, oom_probe
+        )
     finally:
         for fd in to_close:
             try:
@@ -334,6 +343,7 @@ def _supervise(
     cg_compile: CgroupRun | None,
     t_submit: float,
     degraded: bool,
+    oom_probe: Any = None,
 ) -> ExecResult:
     lim = request.limits
     budget = _STARTUP_GRACE_S + lim.wall_time_s + _KILL_GRACE_S
@@ -448,6 +458,7 @@ def _supervise(
         request, settings, streams, cg_run, cg_compile, degraded,
         exit_msg=exit_msg, compile_msg=compile_msg, error_detail=error_detail,
         kill_reason=kill_reason, output_limit_stream=output_limit_stream, wall_parent=wall_parent,
+        oom_probe=oom_probe,
     )  # fmt: skip
 
 
@@ -508,6 +519,7 @@ def _result(
     kill_reason: str | None,
     output_limit_stream: str | None,
     wall_parent: float,
+    oom_probe: Any = None,
 ) -> ExecResult:
     lim = request.limits
     out, err, res = streams["stdout"], streams["stderr"], streams["result"]
@@ -524,7 +536,10 @@ def _result(
     if peak_bytes is None and exit_msg is not None:
         peak_bytes = int(exit_msg.get("maxrss_kb", 0)) * 1024
     peak_mb = (peak_bytes or 0) / (1 << 20)
-    oom = cg_run.oom_kills() if cg_run is not None else 0
+    if cg_run is not None:
+        oom = cg_run.oom_kills()
+    else:
+        oom = oom_probe.oom_kills() if oom_probe is not None else 0
     compile_output = ""
     compile_time = None
     if compile_msg is not None:
