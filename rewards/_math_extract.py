@@ -44,10 +44,6 @@ _MARKER_LEAD_RE = re.compile(
     r"|\bthe\s+(?:final\s+)?answer\s+is\b|\bthat\b|\bwe\s+get\b|\bthen\b)+",
     re.I,
 )
-_MATH_SEG_RE = re.compile(
-    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\$([^$]+?)\$|\\\((.+?)\\\)",
-    re.S,
-)
 _SENTENCE_END_RE = re.compile(
     r"(?<!\d)\.(?!\d)|\.(?=\s|$)|\s(?:because|since|which|as|so|where|when|but|for|given)\s|[!?]"
 )
@@ -221,11 +217,50 @@ def _strip_markdown(s: str) -> str:
     return s.replace("**", " ").replace("__", " ").replace("`", " ").strip()
 
 
+_SEG_DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+
+
+def _find_unescaped(s: str, token: str, start: int) -> int:
+    j = s.find(token, start)
+    while j > 0 and s[j - 1] == "\\" and token[0] == "$":
+        j = s.find(token, j + 1)
+    return j
+
+
 def _math_segments(s: str) -> list[tuple[int, int, str]]:
-    return [
-        (m.start(), m.end(), next(g for g in m.groups() if g is not None))
-        for m in _MATH_SEG_RE.finditer(s)
-    ]
+    """The ``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]`` segments of ``s`` as
+    (start, end, content), in linear time (an opener without a closer ends the search for
+    its kind, instead of rescanning the rest of the text for every later opener)."""
+    out: list[tuple[int, int, str]] = []
+    next_at = {left: -2 for left, _ in _SEG_DELIMS}
+    i, n = 0, len(s)
+    while i < n:
+        best: tuple[int, str, str] | None = None
+        for left, right in _SEG_DELIMS:
+            if next_at[left] == -1:
+                continue
+            if next_at[left] < i:
+                next_at[left] = _find_unescaped(s, left, i)
+                if next_at[left] == -1:
+                    continue
+            j = next_at[left]
+            if best is None or j < best[0]:
+                best = (j, left, right)
+        if best is None:
+            break
+        j, left, right = best
+        k = _find_unescaped(s, right, j + len(left))
+        if k == -1:
+            next_at[left] = -1  # no closer anywhere after: no later opener of this kind closes
+            if left == "$$":  # an unclosed "$$" may still be two single "$" delimiters
+                next_at["$"] = _find_unescaped(s, "$", j)
+            i = j if left == "$$" else j + len(left)
+            continue
+        content = s[j + len(left) : k]
+        if content.strip():
+            out.append((j, k + len(right), content))
+        i = k + len(right)
+    return out
 
 
 def _first_math_group(s: str) -> str | None:
@@ -348,7 +383,7 @@ def _fallback(text: str) -> str | None:
     lines = [ln for ln in s.split("\n") if ln.strip()]
     if not lines:
         return None
-    last = lines[-1]
+    last = lines[-1][-4000:]
     segs = _math_segments(last)
     if segs:
         return segs[-1][2]

@@ -463,7 +463,7 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
             return sa is not None and sb is not None and realset_eq(sa, sb, opts)
         return all(values_eq(x, y, opts) for x, y in zip(a[3], b[3], strict=False))
     if ka in ("F", "L") and kb in ("F", "L"):
-        return all_pairs_match(a[1], b[1], lambda x, y: values_eq(x, y, opts))
+        return _collections_eq(a[1], b[1], opts)
     if ka in ("F", "L") and kb == "S":
         return len(a[1]) >= 1 and all(values_eq(x, b, opts) for x in a[1])
     if kb in ("F", "L") and ka == "S":
@@ -483,6 +483,32 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
             return all(values_eq(x, y, opts) for x, y in zip(va, vb, strict=False))
         return False
     return False
+
+
+def _exact_key(v: Value) -> Any:
+    """A hashable exact value for a rational (or Gaussian rational) scalar, else None."""
+    if v[0] != "S":
+        return None
+    try:
+        return exact(v[1])
+    except Exception:  # not exact, too big, symbolic...
+        return None
+
+
+def _collections_eq(xs: tuple[Value, ...], ys: tuple[Value, ...], opts: Options) -> bool:
+    """Set equality; exact elements are matched by hashing (linear), the rest pairwise."""
+    if opts.tolerant:
+        return all_pairs_match(xs, ys, lambda x, y: values_eq(x, y, opts))
+    kx = [_exact_key(x) for x in xs]
+    ky = [_exact_key(y) for y in ys]
+    if {k for k in kx if k is not None} != {k for k in ky if k is not None}:
+        return False
+    rest_x = [x for x, k in zip(xs, kx, strict=True) if k is None]
+    rest_y = [y for y, k in zip(ys, ky, strict=True) if k is None]
+    if len(rest_x) * len(rest_y) > 10_000:
+        return False  # too many inexact elements to match pairwise: no verdict of equality
+    # an element that is not exact (irrational, symbolic) cannot equal an exact one
+    return all_pairs_match(rest_x, rest_y, lambda x, y: values_eq(x, y, opts))
 
 
 def _dict_eq(a: Value, b: Value, opts: Options) -> bool:
