@@ -417,7 +417,7 @@ def _exact_sqrt(value: Fraction) -> Fraction | None:
 
 # --- the step checker ---------------------------------------------------------------------------
 
-_FINAL_MARKERS = re.compile(r"\\boxed|\\fbox|final answer|the answer is", re.IGNORECASE)
+_FINAL_MARKERS = re.compile(r"\\boxed|\\fbox|(?:the\s+)?final answer|the answer is", re.IGNORECASE)
 
 
 def reasoning_part(response: str) -> str:
@@ -477,11 +477,12 @@ def _match(
     equations: list[Equation], milestones: Sequence[Milestone], timeout_s: float
 ) -> dict[str, int]:
     """Greedy earliest match of each milestone (in dependency order) to an unused equation
-    after the equations that matched its dependencies; returns {milestone id: equation index}."""
+    after the equations that matched its (transitive) dependencies; returns
+    {milestone id: equation index}."""
     from llmgym.rewards.math import math_equal
 
-    known = {m.id for m in milestones}
     order = _dependency_order(milestones)
+    ancestors = _ancestors(milestones)
     used: set[int] = set()
     matched: dict[str, int] = {}
     budget = [MAX_SYMBOLIC_CHECKS]
@@ -496,13 +497,29 @@ def _match(
 
     for m in order:
         exact = evaluate_arithmetic(m.value)
-        start = max((matched[d] + 1 for d in m.after if d in matched and d in known), default=0)
+        start = max((matched[d] + 1 for d in ancestors[m.id] if d in matched), default=0)
         for j in range(start, len(equations)):
             if j not in used and equal(equations[j], m.value, exact):
                 matched[m.id] = j
                 used.add(j)
                 break
     return matched
+
+
+def _ancestors(milestones: Sequence[Milestone]) -> dict[str, set[str]]:
+    """Every milestone's transitive dependencies (a result comes after all it builds on)."""
+    direct = {m.id: set(m.after) for m in milestones}
+    out: dict[str, set[str]] = {}
+    for m in milestones:
+        seen: set[str] = set()
+        stack = list(direct[m.id])
+        while stack:
+            d = stack.pop()
+            if d in direct and d not in seen and d != m.id:
+                seen.add(d)
+                stack.extend(direct[d])
+        out[m.id] = seen
+    return out
 
 
 def _dependency_order(milestones: Sequence[Milestone]) -> list[Milestone]:

@@ -329,12 +329,30 @@ def gold_in_text(gold: str, text: str) -> bool:
 
     >>> gold_in_text("12", "What is 3 + 12?"), gold_in_text("12", "What is 3 + 120?")
     (True, False)
+    >>> gold_in_text("4", "What is $a_{4}$ if $a_1 = 2^4$?")
+    False
     >>> gold_in_text("\\\\frac{3}{4}", "Add $\\\\frac{3}{4}$ and 1.")
     True
     """
-    if re.fullmatch(r"-?\d+(?:\.\d+)?", gold):
-        return re.search(rf"(?<![\d.]){re.escape(gold)}(?![\d]|[.,]\d)", text) is not None
-    return gold in text
+    if not _NUMBER.fullmatch(gold):
+        return gold in text
+    start = text.find(gold)
+    while start >= 0:
+        end = start + len(gold)
+        before = text[max(0, start - 2) : start]
+        after = text[end : end + 2]
+        # Subscripts and exponents (a_{4}, x^2) are labels, not values to copy.
+        glued_before = (
+            before[-1:].isdigit() or before[-1:] in (".", "_", "^") or before in ("_{", "^{")
+        )
+        glued_after = after[:1].isdigit() or (after[:1] in (".", ",") and after[1:2].isdigit())
+        if not glued_before and not glued_after:
+            return True
+        start = text.find(gold, start + 1)
+    return False
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)

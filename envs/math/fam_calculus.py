@@ -285,7 +285,7 @@ def integral(rng: random.Random, d: float) -> Task:
         tex(f_hi - f_lo),
         steps=[
             Step(
-                f"Let $F$ be the antiderivative of the integrand with $F(0) = 0$. What is $F({hi})$?",
+                f"Let $F$ be the antiderivative of the integrand with constant term zero. What is $F({hi})$?",
                 tex(f_hi),
                 poly_at(big_f, hi),
                 after=(),
