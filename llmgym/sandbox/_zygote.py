@@ -761,7 +761,9 @@ def _run_init(
     go: socket.socket,
 ) -> None:
     namespaces = cfg["mode"] == "namespaces"
-    pidfd = os.pidfd_open(os.getpid())
+    # The parent's kill switch: this init in a namespace (its death ends the namespace), or, in a
+    # container, the program (the zygote is the init there and must survive).
+    pidfd = os.pidfd_open(os.getpid() if namespaces else prog)
     _send(ctrl, {"type": "started"}, [pidfd])
     os.close(pidfd)
     if namespaces:
@@ -804,6 +806,7 @@ def _run_init(
         marker = os.read(status_r, 16)
     except BlockingIOError:
         marker = b""
+    os.close(status_r)
     total = resource.getrusage(resource.RUSAGE_CHILDREN)
     _send(
         ctrl,
@@ -923,6 +926,47 @@ class _Spares:
         return spare
 
 
+_container_reaper: _Reaper | None = None
+
+
+def _container_run(
+    cfg: dict[str, Any], sock: socket.socket, req: dict[str, Any], fds: list[int]
+) -> None:
+    """Container mode: the zygote (pid 1, deaf to its runs' signals) is the run's init itself."""
+    global _container_reaper
+    if _container_reaper is None:
+        _container_reaper = _Reaper()
+    reaper = _container_reaper
+    reaper.statuses.clear()
+    fdmap = _split_fds(req["fds"], [os.dup(fd) for fd in fds])
+    ctrl = socket.socket(fileno=fdmap["control"])
+    go_init, go_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    prog = os.fork()
+    if prog == 0:
+        sock.close()
+        ctrl.close()
+        go_init.close()
+        warm_program(cfg, go_prog)
+    go_prog.close()
+    try:
+        _run_init(req, fdmap, cfg, ctrl, reaper, prog, go_init)
+    except BaseException as exc:  # the sandbox failed, not the program
+        _send(ctrl, {"type": "error", "detail": f"{type(exc).__name__}: {exc}"})
+        reaper.kill_all_and_reap()
+        # Best effort on this rare path: some of these were closed already.
+        for key, value in fdmap.items():
+            for fd in value if isinstance(value, list) else [value]:
+                if key != "control":
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+    finally:
+        reaper.kill_all_and_reap()
+        go_init.close()
+        ctrl.close()
+
+
 def _exited(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -973,9 +1017,12 @@ def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
             _wipe("/dev/shm")
             _remove_sysv_ipc()
         try:
-            pid, zs = spares.take()
-            _send(zs, req, fds)
-            zs.close()
+            if namespaces:
+                pid, zs = spares.take()
+                _send(zs, req, fds)
+                zs.close()
+            else:
+                _container_run(cfg, sock, req, fds)
         except OSError as exc:
             ctrl = socket.socket(fileno=os.dup(fds[req["fds"].index("control")]))
             _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})

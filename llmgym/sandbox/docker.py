@@ -283,9 +283,10 @@ class _Agent:
                 },
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
-                pids_limit=max_processes + 8,
-                mem_limit=f"{memory_mb + 96}m",
-                memswap_limit=f"{memory_mb + 96}m",
+                pids_limit=max_processes + 1,  # + the agent
+                # The agent's own ~20 MiB share the container's limit with the run.
+                mem_limit=f"{memory_mb + 32}m",
+                memswap_limit=f"{memory_mb + 32}m",
                 user="65534:65534",
                 volumes={self.sockdir: {"bind": "/run/llmgym", "mode": "ro"}},
                 environment=owner.settings.base_env,
@@ -497,3 +498,7 @@ class DockerSandbox(Sandbox):
             t.start()
         for t in threads:
             t.join()
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001
+            pass

@@ -110,4 +110,4 @@ def no_leftovers() -> Iterator[None]:
     assert not ours, f"processes left behind: {ours}"
     assert _mounts() == mounts, "mounts left behind in the test process's namespace"
     assert not _own_run_cgroups(), f"cgroups left behind: {_own_run_cgroups()}"
-    assert len(os.listdir("/proc/self/fd")) <= fds + 4, "file descriptors leaked"
+    assert len(os.listdir("/proc/self/fd")) <= fds + 8, "file descriptors leaked"
