@@ -42,6 +42,18 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
+def _our_fds(prefix: str) -> list[str]:
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(prefix):
+            out.append(target)
+    return out
+
+
 def _mounts() -> int:
     with open("/proc/self/mountinfo") as f:
         return len(f.readlines())
@@ -94,7 +106,7 @@ def sandbox(request: pytest.FixtureRequest) -> Sandbox:
 def no_leftovers() -> Iterator[None]:
     """After the suite: no process, mount, cgroup or fd of ours is left behind."""
     mounts = _mounts()
-    fds = len(os.listdir("/proc/self/fd"))
+    pipes = _our_fds("pipe:")
     yield
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) and time.monotonic() < deadline:
@@ -110,4 +122,6 @@ def no_leftovers() -> Iterator[None]:
     assert not ours, f"processes left behind: {ours}"
     assert _mounts() == mounts, "mounts left behind in the test process's namespace"
     assert not _own_run_cgroups(), f"cgroups left behind: {_own_run_cgroups()}"
-    assert len(os.listdir("/proc/self/fd")) <= fds + 8, "file descriptors leaked"
+    assert not _our_fds("/memfd:llmgym"), "payload/stdin memfds leaked"
+    # Ray and the Docker SDK keep sockets of their own; pipes are ours (stdout, stderr, results).
+    assert len(_our_fds("pipe:")) <= len(pipes) + 4, "pipes leaked"
