@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 import llmgym
@@ -103,9 +104,21 @@ class FlakyEnv(LLMEnv):
         return RewardResult.of(message["content"].strip() == task.answer)
 
 
-llmgym.register_task_env(ADD_ID, tasks=ADD_TASKS, verifier="exact", domain="arith", overwrite=True)
-llmgym.register(GUESS_ID, GuessEnv)
-llmgym.register(FLAKY_ID, FlakyEnv)
+@pytest.fixture(scope="module", autouse=True)
+def _eval_test_envs() -> Iterator[None]:
+    """Register the test envs while a module of this folder runs, and only then.
+
+    Registering them at import would put them in ``llmgym.list_envs()`` while the
+    registry-wide contract tests are collected, and FlakyEnv breaks that contract on purpose.
+    """
+    llmgym.register_task_env(
+        ADD_ID, tasks=ADD_TASKS, verifier="exact", domain="arith", overwrite=True
+    )
+    llmgym.register(GUESS_ID, GuessEnv)
+    llmgym.register(FLAKY_ID, FlakyEnv)
+    yield
+    for env_id in (ADD_ID, GUESS_ID, FLAKY_ID):
+        gym.registry.pop(env_id, None)
 
 
 def bisect_policy(messages: Sequence[dict[str, Any]], tools: Any) -> str:

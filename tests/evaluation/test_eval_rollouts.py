@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from conftest import ADD_ID, GUESS_ID, add_policy, bisect_policy
 
@@ -161,9 +162,10 @@ def test_reverify_reports_drift_when_a_verifier_changes(tmp_path: Path) -> None:
             == 1
         )
         assert json.loads((tmp_path / "d.json").read_text())["overall"]["changed"] == 6
-    finally:
         llmgym.register_task_env(DRIFT_ID, tasks=DRIFT_TASKS, verifier="exact", overwrite=True)
-    assert main(["reverify", str(tmp_path / "a"), "--no-progress"]) == 0
+        assert main(["reverify", str(tmp_path / "a"), "--no-progress"]) == 0
+    finally:
+        gym.registry.pop(DRIFT_ID, None)
 
 
 def test_reverify_rebuilds_unstored_tasks_and_checks_their_hash(tmp_path: Path) -> None:
