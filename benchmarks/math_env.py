@@ -66,6 +66,19 @@ def verifier_only(ids: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def family_build_ms(items: int = 30) -> list[tuple[float, str]]:
+    """Mean milliseconds to generate one task of each family (difficulties 0, 0.5 and 1)."""
+    source = gym.make("llm/Math-v0").unwrapped.source
+    out = []
+    for name in source.families():
+        start = time.perf_counter()
+        for level in (0.0, 0.5, 1.0):
+            for index in range(items):
+                source.build(name, level, index)
+        out.append((1e3 * (time.perf_counter() - start) / (3 * items), name))
+    return sorted(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=2000)
@@ -96,6 +109,13 @@ def main() -> None:
             f"| {name} | {n / total:,.0f} | {1e3 * reset_s / n:.3f} | {1e3 * step_s / n:.3f} | "
             f"{steps / n:.2f} | {step_s / verify_s:.2f}x |"
         )
+    builds = family_build_ms()
+    median = builds[len(builds) // 2][0]
+    print(f"\nTask generation, {len(builds)} families: median {median:.3f} ms/task; slowest:\n")
+    print("| family | ms/task | vs median |")
+    print("|---|---:|---:|")
+    for ms, name in builds[-3:][::-1]:
+        print(f"| {name} | {ms:.3f} | {ms / median:.1f}x |")
 
 
 if __name__ == "__main__":

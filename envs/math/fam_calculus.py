@@ -74,10 +74,13 @@ def log_rules(rng: random.Random, d: float) -> Task:
     b = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 4, 5, 6, 10])
     k = rng.randint(1, scale(d, 3, 6))
     p = rng.randint(2, up_to(d, 9, 60))
-    whole = b**k * p
-    divisors = [n for n in range(2, whole) if whole % n == 0]
-    n = rng.choice(divisors)
-    m = whole // n
+    # m * n / p = b^k: n takes b^j and a divisor r of p, m the rest (never a search over b^k p).
+    while True:
+        r = rng.choice([q for q in range(1, p + 1) if p % q == 0])
+        j = rng.randint(0, k)
+        n, m = b**j * r, b ** (k - j) * p // r
+        if n >= 2 and m >= 2:
+            break
     return build(
         "", f"What is $\\log_{{{b}}} {m} + \\log_{{{b}}} {n} - \\log_{{{b}}} {p}$?", str(k)
     )
