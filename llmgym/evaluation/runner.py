@@ -705,7 +705,9 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
 
         try:
             if todo:
-                asyncio.run(_Runner(config, policy, todo, on_record).run())
+                runner = _Runner(config, policy, todo, on_record)
+                info["sessions"][-1]["mode"] = runner.mode
+                asyncio.run(runner.run())
         finally:
             bar.close()
             if owns_policy and policy is not None:

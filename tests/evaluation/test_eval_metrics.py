@@ -114,12 +114,12 @@ def test_pass_at_k_table_averages_tasks_and_skips_unestimable_k() -> None:
 
 def test_bootstrap_ci_covers_a_bernoulli_mean_at_the_nominal_rate() -> None:
     rng = np.random.default_rng(123)
-    p, n, trials = 0.3, 200, 300
+    p, n, trials = 0.3, 200, 200
     covered = 0
     widths = []
     for t in range(trials):
         x = (rng.random(n) < p).astype(float)
-        lo, hi = bootstrap_ci(x, seed=t, n_resamples=1000)
+        lo, hi = bootstrap_ci(x, seed=t, n_resamples=600)
         covered += lo <= p <= hi
         widths.append(hi - lo)
     assert 0.89 <= covered / trials <= 0.99
@@ -132,7 +132,7 @@ def test_bootstrap_ci_covers_a_normal_mean_and_shrinks_with_n() -> None:
     covered = 0
     for t in range(200):
         x = rng.normal(5.0, 2.0, 100)
-        lo, hi = bootstrap_ci(x, seed=t, n_resamples=1000)
+        lo, hi = bootstrap_ci(x, seed=t, n_resamples=600)
         covered += lo <= 5.0 <= hi
     assert 0.88 <= covered / 200 <= 0.99
     small = bootstrap_ci(rng.normal(0, 1, 50), seed=0)

@@ -266,6 +266,7 @@ def test_batched_policies_get_every_waiting_episode_at_once(out: Path) -> None:
     assert max(policy.sizes) == 8 and all(s <= 8 for s in policy.sizes)
     assert sum(policy.sizes) == sum(r["turns"] for r in result.records)
     assert len(policy.sizes) < sum(policy.sizes) / 3  # batches, not one call per turn
+    assert json.loads((out / "provenance.json").read_text())["sessions"][-1]["mode"] == "batch"
     r = result.records[0]
     assert r["prompt_tokens"] == 5 * r["turns"] and r["completion_tokens"] == 2 * r["turns"]
 
@@ -298,7 +299,8 @@ def test_async_policies_run_episodes_concurrently(out: Path) -> None:
     assert 1 < policy.peak <= 6
     assert all(r["status"] in ("ok", "policy_error") for r in result.records)
     assert sum(r["success"] for r in result.records) >= 6
-    assert json.loads((out / "provenance.json").read_text())["mode"] == "auto"
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["mode"] == "auto" and prov["sessions"][-1]["mode"] == "async"
 
 
 # --- resume ----------------------------------------------------------------------------------
