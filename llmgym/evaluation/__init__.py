@@ -8,14 +8,17 @@ and the data closed loop (stored rollouts, reverification, SFT export).
 'llm/Math-v0'
 """
 
+from pathlib import Path
+from typing import Any
+
 from llmgym.evaluation.metrics import bootstrap_ci, pass_at_k, summarize
 from llmgym.evaluation.rollouts import export_sft, read_rollouts, reverify, write_rollouts
 from llmgym.evaluation.runner import EvalConfig, EvalResult, evaluate, run_evaluation
 from llmgym.evaluation.suites import EnvEntry, Suite, list_suites, load_suite
 
 
-def compare(a, b, **kwargs):  # type: ignore[no-untyped-def]
-    """Compare two result folders (see :func:`llmgym.evaluation.compare.compare_runs`)."""
+def compare(a: str | Path, b: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """Compare two evaluation folders (see :func:`llmgym.evaluation.compare.compare_runs`)."""
     from llmgym.evaluation.compare import compare_runs
 
     return compare_runs(a, b, **kwargs)
