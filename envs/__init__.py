@@ -12,6 +12,9 @@ register(id="llm/Math-v0", entry_point="llmgym.envs.math:MathEnv")
 
 # --- coding (envs/coding/) --------------------------------------------------------------------
 
+register(id="llm/Coding-v0", entry_point="llmgym.envs.coding:CodingEnv")
+register(id="llm/CodingMultiTurn-v0", entry_point="llmgym.envs.coding:CodingMultiTurnEnv")
+
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
 
 register(id="llm/ToolCalling-v0", entry_point="llmgym.envs.tools.env:ToolCallingEnv")

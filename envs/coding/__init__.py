@@ -1,0 +1,7 @@
+"""Coding: programs run in the sandbox against tests (``llm/Coding-v0``), execute-verify-correct
+over several turns (``llm/CodingMultiTurn-v0``) and constrained code repair
+(``llm/CodeRepair-v0``)."""
+
+from llmgym.envs.coding.env import CodingEnv, CodingMultiTurnEnv
+
+__all__ = ["CodingEnv", "CodingMultiTurnEnv"]

@@ -1,0 +1,639 @@
+"""Grading a candidate program: one sandbox run of the judge, verdicts decided in the parent.
+
+:func:`run_tests` ships the judge program (:mod:`llmgym.envs.coding.runner`), the candidate's
+source and the tests' *inputs* into one sandbox run; the judge reports, over the result
+channel (fd 3), what the candidate returned or printed for each test. The expected values
+never leave this process: comparisons happen here, on plain decoded data, with the task's
+comparator (:func:`llmgym.rewards.coding.values_equal` / ``compare_output``) or, for tasks
+with several right answers, a special judge run in a sandbox of its own.
+
+The records are checked: the per-run nonce, one ``start``, test records in order with no
+index twice, and an ``end``; anything else fails the tests it touches. Time is the judge's
+wall clock around each test (outside the candidate's process), CPU time and peak memory are
+the kernel's figures for the candidate's processes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import inspect
+import json
+import marshal
+import secrets
+import struct
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from llmgym.envs.coding.problem import Problem, render_call, render_expected
+from llmgym.envs.coding.runner import decode
+from llmgym.rewards.coding import ExecFacts, compare_output, static_facts, values_equal
+from llmgym.sandbox import LANGUAGES as SANDBOX_LANGUAGES
+from llmgym.sandbox import ExecResult, Limits, Sandbox, get_sandbox
+
+RUNNER_PATH = Path(__file__).with_name("runner.py")
+COMPILE_TIMEOUT_S = 30.0
+COMPILE_MEMORY_MB = 768
+_SLACK_S = 5.0
+_TAIL = 2000
+
+
+@lru_cache(maxsize=1)
+def runner_program() -> str:
+    """The judge's source as shipped: runner.py plus :func:`static_facts` (stdlib only)."""
+    text = RUNNER_PATH.read_text(encoding="utf-8")
+    marker = '\nif __name__ == "__main__":\n'
+    head, sep, tail = text.rpartition(marker)
+    return head + "\n\n" + inspect.getsource(static_facts) + "\n" + sep + tail
+
+
+_BOOT = """\
+import sys
+if sys.implementation.cache_tag == {tag!r}:
+    import marshal
+    with open("judge.bin", "rb") as f:
+        code = marshal.load(f)
+else:
+    with open("judge.py", "rb") as f:
+        code = compile(f.read(), "judge.py", "exec")
+del sys
+exec(code)
+"""
+
+
+@lru_cache(maxsize=1)
+def runner_files() -> tuple[str, dict[str, bytes]]:
+    """The sandbox program and files that start the judge: a few lines that load it
+    precompiled (compiling its source would cost more than a whole grading run) when the
+    sandbox's Python is this one, and compile the shipped source otherwise."""
+    source = runner_program()
+    code = compile(source, "judge.py", "exec", dont_inherit=True)
+    boot = _BOOT.format(tag=sys.implementation.cache_tag)
+    return boot, {"judge.py": source.encode(), "judge.bin": marshal.dumps(code)}
+
+
+# --- one sandbox per process ------------------------------------------------------------------
+
+_SANDBOXES: dict[str, Sandbox] = {}
+_LOCK = threading.Lock()
+
+
+def shared_sandbox(backend: str = "local") -> Sandbox:
+    """A process-wide sandbox of ``backend`` (starting one costs a zygote); closed at exit."""
+    with _LOCK:
+        sb = _SANDBOXES.get(backend)
+        if sb is None:
+            sb = get_sandbox(backend)
+            _SANDBOXES[backend] = sb
+            if len(_SANDBOXES) == 1:
+                atexit.register(_close_all)
+        return sb
+
+
+def _close_all() -> None:
+    with _LOCK:
+        for sb in _SANDBOXES.values():
+            try:
+                sb.close()
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+        _SANDBOXES.clear()
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's outcome. ``call``, ``expected``, ``got`` and ``error`` details are kept for
+    visible tests only; a hidden test tells whether it passed and the kind of failure."""
+
+    index: int
+    hidden: bool
+    passed: bool
+    category: str
+    """``passed``, ``wrong_answer``, ``error``, ``timeout``, ``memory``, ``crashed``,
+    ``output_limit``, ``not_run``."""
+    error: str | None = None
+    call: str | None = None
+    expected: str | None = None
+    got: str | None = None
+    time_s: float | None = None
+    memory_mb: float | None = None
+    fn: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "hidden": self.hidden,
+            "passed": self.passed,
+            "category": self.category,
+            "error": self.error,
+        }
+        if self.fn is not None:
+            out["fn"] = self.fn
+        if not self.hidden:
+            out.update(call=self.call, expected=self.expected, got=self.got)
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Everything one grading established."""
+
+    status: str
+    """``passed``, ``failed`` (wrong answers), ``runtime_error``, ``timeout``, ``memory_limit``,
+    ``output_limit``, ``compile_error``, ``no_code``, ``too_long``, ``sandbox_error``,
+    ``protocol_error``."""
+    language: str
+    tests: tuple[TestResult, ...] = ()
+    compile_output: str = ""
+    import_error: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    """Tails of what the program printed while it ran the visible tests."""
+    detail: str = ""
+    time_s: float | None = None
+    """Summed wall time of the tests, measured by the judge around each one."""
+    cpu_time_s: float | None = None
+    peak_memory_mb: float | None = None
+    """Kernel figures (wait4) for the candidate's processes (compiler and judge excluded)."""
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    """The sandbox run's own facts: status, wall/CPU time, cgroup peak memory."""
+    static: dict[str, Any] | None = None
+
+    @property
+    def hidden_results(self) -> list[TestResult]:
+        return [t for t in self.tests if t.hidden]
+
+    @property
+    def visible_results(self) -> list[TestResult]:
+        return [t for t in self.tests if not t.hidden]
+
+    @property
+    def pass_rate(self) -> float:
+        hidden = self.hidden_results
+        return sum(t.passed for t in hidden) / len(hidden) if hidden else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def compile_error(self) -> bool:
+        return self.status in ("compile_error", "no_code", "too_long")
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status == "timeout" or any(t.category == "timeout" for t in self.tests)
+
+    def facts(self, problem: Problem) -> ExecFacts:
+        return ExecFacts(
+            pass_rate=self.pass_rate,
+            all_passed=self.all_passed,
+            compile_error=self.compile_error,
+            timeout=self.timed_out,
+            peak_memory_mb=self.peak_memory_mb,
+            memory_threshold_mb=problem.limits["memory_threshold_mb"],
+            time_s=self.time_s,
+            time_limit_s=problem.limits["time_limit_s"],
+        )
+
+    def to_info(self, problem: Problem | None = None) -> dict[str, Any]:
+        """``info["exec"]``. Measurements (they vary between identical runs) sit under
+        ``"measured"``; everything else is deterministic for a deterministic program."""
+        hidden, visible = self.hidden_results, self.visible_results
+        info: dict[str, Any] = {
+            "status": self.status,
+            "language": self.language,
+            "pass_rate": self.pass_rate,
+            "passed": sum(t.passed for t in hidden),
+            "total": len(hidden),
+            "visible_passed": sum(t.passed for t in visible),
+            "visible_total": len(visible),
+            "tests": [t.to_dict() for t in self.tests],
+            "compile_error": self.compile_output,
+            "import_error": self.import_error,
+            "detail": self.detail,
+            "measured": {
+                "time_s": self.time_s,
+                "cpu_time_s": self.cpu_time_s,
+                "peak_memory_mb": self.peak_memory_mb,
+                "test_time_s": [t.time_s for t in self.tests],
+                "test_memory_mb": [t.memory_mb for t in self.tests],
+                "sandbox": dict(self.sandbox),
+            },
+        }
+        if problem is not None:
+            info["limits"] = dict(problem.limits)
+        return info
+
+
+def failed_verdict(status: str, language: str, problem: Problem, detail: str) -> Verdict:
+    """A verdict for an answer that never ran (no code, too long, sandbox failure)."""
+    tests = tuple(
+        TestResult(
+            i,
+            t["hidden"],
+            False,
+            "not_run",
+            detail if not t["hidden"] else "not run",
+            fn=t.get("fn"),
+        )  # fmt: skip
+        for i, t in enumerate(problem.tests)
+    )
+    return Verdict(status=status, language=language, tests=tests, detail=detail)
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def _part(obj: Any) -> bytes:
+    data = json.dumps(obj, ensure_ascii=True).encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def _payload(test: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    if kind == "stdio":
+        return {"input": test["input"]}
+    if "script" in test:
+        return {"script": test["script"], "names": dict(test.get("names") or {}),
+                "calls": int(test.get("calls", 4))}  # fmt: skip
+    return {"fn": test["fn"], "args": test["args"], "kwargs": test.get("kwargs") or {}}
+
+
+def run_tests(
+    code: str,
+    problem: Problem,
+    *,
+    language: str = "python",
+    sandbox: Sandbox | None = None,
+    static: bool = False,
+) -> Verdict:
+    """Grade ``code`` against every test of ``problem`` in one sandbox run (plus one for a
+    special judge); never raises on anything the program does."""
+    sb = sandbox or shared_sandbox()
+    nonce = secrets.token_hex(16)
+    limits = problem.limits
+    timeout = float(limits["timeout_s"])
+    budget = float(limits.get("budget_s") or (timeout * 4 + 2))
+    memory_mb = int(limits["memory_mb"])
+    native = language != "python"
+    expected_bytes = sum(len(t.get("output", "")) for t in problem.tests)
+    output_cap = max(1 << 20, 4 * max((len(t.get("output", "")) for t in problem.tests), default=0))
+    job: dict[str, Any] = {
+        "nonce": nonce,
+        "mode": problem.kind,
+        "timeout_s": timeout,
+        "budget_s": budget,
+        "memory_mb": memory_mb,
+        "output_cap": output_cap,
+        "static": static,
+        "visible": [_payload(t, problem.kind) for t in problem.visible],
+    }
+    if native:
+        lang = SANDBOX_LANGUAGES[language]
+        files = {lang.source: code}
+        job.update(
+            source=lang.source,
+            compile_argv=list(lang.compile or ()),
+            compile_timeout_s=COMPILE_TIMEOUT_S,
+            argv=list(lang.run),
+        )
+    else:
+        files = {"solution.py": code}
+        job["source"] = "solution.py"
+    boot, judge_files = runner_files()
+    stdin = _part(job) + _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]})
+    run_limits = Limits(
+        wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
+        memory_mb=max(memory_mb + 256, COMPILE_MEMORY_MB if native else 0),
+        max_output_bytes=max(4 << 20, 2 * expected_bytes + len(problem.tests) * (64 << 10)),
+    )
+    try:
+        res = sb.run(code=boot, files={**files, **judge_files}, stdin=stdin, language="python",
+                     limits=run_limits)  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
+        return failed_verdict("sandbox_error", language, problem, f"the sandbox failed: {e!r}")
+    verdict = _judge(problem, res, nonce, language)
+    if problem.judge is not None and verdict.status not in ("compile_error", "sandbox_error"):
+        verdict = _special_judge(sb, problem, verdict, res, nonce)
+    return verdict
+
+
+def _records(res: ExecResult, nonce: str) -> tuple[list[dict[str, Any]], str]:
+    """The judge's records and, if the stream is not what the judge writes, why."""
+    records = []
+    prefix = nonce.encode() + b"\t"
+    for line in res.result_bytes.split(b"\n"):
+        if not line:
+            continue
+        if not line.startswith(prefix):
+            return records, "a result line without this run's nonce"
+        try:
+            rec = json.loads(line[len(prefix) :])
+        except (ValueError, RecursionError):
+            return records, "a malformed result line"
+        if not isinstance(rec, dict):
+            return records, "a malformed result record"
+        records.append(rec)
+    if res.result_truncated:
+        return records, "the result channel overflowed"
+    return records, ""
+
+
+_BUILTIN_EXC = {
+    name: obj
+    for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+}
+
+
+def _raised_matches(raised: str, wanted: str) -> bool:
+    got, want = _BUILTIN_EXC.get(raised), _BUILTIN_EXC.get(wanted)
+    return got is not None and want is not None and issubclass(got, want)
+
+
+def _error_text(error: Mapping[str, Any], hidden: bool) -> tuple[str, str]:
+    """(category, text) for an error record; hidden tests get the category's name only."""
+    kind = str(error.get("type", "error"))
+    if kind in ("timeout", "budget"):
+        text = "timed out" if kind == "timeout" else "not run: the time budget ran out"
+        return "timeout", text
+    if kind == "output limit":
+        return "output_limit", "printed too much output"
+    if kind == "exited":
+        return "crashed", str(error.get("msg") or "the program exited") if not hidden else "crashed"
+    if kind == "MemoryError":
+        return "memory", "memory limit exceeded (MemoryError)"
+    if kind == "value too large":
+        return "error", "the returned value is too large"
+    if hidden:
+        return "error", f"raised {kind}"
+    name, msg = str(error.get("name") or kind), str(error.get("msg") or "")
+    text = f"{name}: {msg}" if msg else name
+    tb = str(error.get("tb") or "").strip()
+    if tb:
+        text += "\n" + tb[-_TAIL:]
+    return "error", text
+
+
+def _judge(problem: Problem, res: ExecResult, nonce: str, language: str) -> Verdict:
+    records, broken = _records(res, nonce)
+    sandbox_facts = {
+        "status": res.status,
+        "wall_time_s": res.wall_time_s,
+        "cpu_time_s": res.cpu_time_s,
+        "peak_memory_mb": res.peak_memory_mb,
+    }
+    if res.status == "sandbox_error" and not records:
+        return replace(
+            failed_verdict("sandbox_error", language, problem, res.detail or "sandbox error"),
+            sandbox=sandbox_facts,
+        )
+    by_index: dict[int, dict[str, Any]] = {}
+    compile_output = import_error = stdout = stderr = ""
+    compile_failed = import_failed = import_timeout = False
+    static = None
+    usage: dict[str, Any] = {}
+    seen_start = seen_end = False
+    last = -1
+    n = len(problem.tests)
+    for rec in records:
+        kind = rec.get("k")
+        if kind == "start":
+            if seen_start:
+                broken = broken or "two start records"
+            seen_start = True
+        elif kind == "test":
+            i = rec.get("i")
+            if not isinstance(i, int) or i <= last or i >= n:
+                broken = broken or "test records out of order"
+                break
+            last = i
+            by_index[i] = rec
+        elif kind == "compile" and not rec.get("ok"):
+            compile_failed = True
+            compile_output = str(rec.get("error", ""))
+        elif kind == "import" and not rec.get("ok"):
+            import_failed = True
+            err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+            import_timeout = err.get("type") == "timeout"
+            _, import_error = _error_text(err, hidden=False)
+        elif kind == "static":
+            static = rec.get("facts") if rec.get("ok") else None
+        elif kind == "output" and rec.get("phase") == "visible":
+            stdout, stderr = str(rec.get("stdout", "")), str(rec.get("stderr", ""))
+        elif kind == "usage":
+            usage = rec
+        elif kind == "end":
+            seen_end = True
+    if not seen_start:
+        broken = broken or "the judge reported nothing"
+    visible_count = len(problem.visible)
+    ordered = problem.visible + problem.hidden  # the judge's numbering
+    index_of = {id(t): i for i, t in enumerate(problem.tests)}
+    results: list[TestResult | None] = [None] * n
+    for j, test in enumerate(ordered):
+        results[index_of[id(test)]] = _test_result(
+            problem, test, index_of[id(test)], by_index.get(j), j < visible_count,
+            compile_failed=compile_failed, import_failed=import_failed, import_error=import_error,
+        )  # fmt: skip
+    tests = tuple(r for r in results if r is not None)
+    total_time = sum(t.time_s or 0.0 for t in tests)
+    if compile_failed:
+        status = "compile_error"
+    elif import_failed:
+        status = "timeout" if import_timeout else "runtime_error"
+    elif broken:
+        status = "protocol_error"
+    elif all(t.passed for t in tests) and seen_end:
+        status = "passed"
+    elif res.status == "timeout" or any(t.category == "timeout" for t in tests):
+        status = "timeout"
+    elif any(t.category == "memory" for t in tests) or res.status == "memory_limit":
+        status = "memory_limit"
+    elif any(t.category == "output_limit" for t in tests) or res.status == "output_limit":
+        status = "output_limit"
+    elif any(t.category in ("error", "crashed", "not_run") for t in tests):
+        status = "runtime_error"
+    else:
+        status = "failed"
+    detail = broken or (res.detail if res.status != "ok" else "")
+    return Verdict(
+        status=status,
+        language=language,
+        tests=tests,
+        compile_output=compile_output[-_TAIL * 2 :],
+        import_error=import_error,
+        stdout=stdout[-_TAIL:],
+        stderr=stderr[-_TAIL:],
+        detail=detail,
+        time_s=round(total_time, 6) if tests and not compile_failed else None,
+        cpu_time_s=usage.get("cpu_s"),
+        peak_memory_mb=usage.get("peak_mb"),
+        sandbox=sandbox_facts,
+        static=static,
+    )
+
+
+def _test_result(
+    problem: Problem,
+    test: Mapping[str, Any],
+    index: int,
+    rec: Mapping[str, Any] | None,
+    visible: bool,
+    *,
+    compile_failed: bool,
+    import_failed: bool,
+    import_error: str,
+) -> TestResult:
+    hidden = not visible
+    fn = test.get("fn")
+    shown: dict[str, Any] = {}
+    if visible:
+        if problem.kind == "stdio":
+            shown = {"call": test["input"][-_TAIL:], "expected": test["output"][-_TAIL:]}
+        elif "script" in test:
+            shown = {"call": test["script"][-_TAIL:], "expected": "the assertions hold"}
+        else:
+            shown = {"call": render_call(test), "expected": render_expected(test)}
+    if rec is None:
+        why = (
+            "compile error" if compile_failed
+            else ("the module failed to import" + (f": {import_error}" if visible and import_error else ""))
+            if import_failed else "no result: the judge stopped before this test"
+        )  # fmt: skip
+        return TestResult(index, hidden, False, "not_run", why, fn=fn, **shown)
+    time_s = rec.get("wall_s") if isinstance(rec.get("wall_s"), (int, float)) else None
+    memory = rec.get("mem_mb") if isinstance(rec.get("mem_mb"), (int, float)) else None
+    common = {"fn": fn, "time_s": time_s, "memory_mb": memory, **shown}
+    compare = dict(problem.compare, **dict(test.get("compare") or {}))
+    mode = str(compare.get("mode", "exact"))
+    tol = {k: float(compare[k]) for k in ("abs_tol", "rel_tol") if k in compare}
+    if problem.kind == "stdio":
+        got_text = str(rec.get("stdout", ""))
+        if visible:
+            common["got"] = got_text[-_TAIL:]
+        if not rec.get("ok"):
+            err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+            category, text = _error_text(err, hidden)
+            if visible and rec.get("stderr"):
+                text += "\nstderr:\n" + str(rec["stderr"])[-_TAIL:]
+            return TestResult(index, hidden, False, category, text, **common)
+        if problem.judge is not None:
+            return TestResult(index, hidden, False, "judging", None, **common)
+        ok = compare_output(got_text, test["output"], mode, **tol)
+        return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
+                          None if ok else "wrong answer", **common)  # fmt: skip
+    if "script" in test:
+        if rec.get("ok"):
+            return TestResult(index, hidden, True, "passed", **common)
+        err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+        if err.get("type") == "AssertionError":
+            text = "assertion failed" + (
+                f": {err.get('msg')}" if visible and err.get("msg") else ""
+            )
+            return TestResult(index, hidden, False, "wrong_answer", text, **common)
+        category, text = _error_text(err, hidden)
+        return TestResult(index, hidden, False, category, text, **common)
+    if not rec.get("ok"):
+        err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+        raised = str(err.get("type", ""))
+        if "raises" in test and _raised_matches(raised, test["raises"]):
+            if visible:
+                common["got"] = f"raises {err.get('name') or raised}"
+            return TestResult(index, hidden, True, "passed", **common)
+        category, text = _error_text(err, hidden)
+        return TestResult(index, hidden, False, category, text, **common)
+    try:
+        value = decode(rec.get("value"))
+    except (ValueError, TypeError, RecursionError):
+        return TestResult(index, hidden, False, "error", "malformed return value", **common)
+    if visible:
+        common["got"] = _short(value)
+    if "raises" in test:
+        return TestResult(index, hidden, False, "wrong_answer",
+                          f"expected {test['raises']} to be raised", **common)  # fmt: skip
+    if problem.judge is not None:
+        return TestResult(index, hidden, False, "judging", None, **common)
+    try:
+        ok = values_equal(value, decode(test["expected"]), mode, **tol)
+    except (TypeError, ValueError, RecursionError):
+        ok = False
+    return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
+                      None if ok else "wrong answer", **common)  # fmt: skip
+
+
+def _short(value: Any, limit: int = 400) -> str:
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return "<unprintable>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _special_judge(
+    sb: Sandbox, problem: Problem, verdict: Verdict, res: ExecResult, nonce: str
+) -> Verdict:
+    """Ask the task's judge, in a sandbox run of its own, about every test still ``judging``."""
+    records, _ = _records(res, nonce)
+    by_index = {r["i"]: r for r in records if r.get("k") == "test" and isinstance(r.get("i"), int)}
+    ordered = problem.visible + problem.hidden
+    judge_index = {id(t): j for j, t in enumerate(ordered)}
+    items = []
+    for result, test in zip(verdict.tests, problem.tests, strict=True):
+        if result.category != "judging":
+            continue
+        rec = by_index.get(judge_index[id(test)], {})
+        if problem.kind == "stdio":
+            items.append({"i": result.index, "input": test["input"],
+                          "output": str(rec.get("stdout", "")), "expected": test["output"]})  # fmt: skip
+        else:
+            items.append({"i": result.index, "args": test["args"], "value": rec.get("value"),
+                          "expected": test.get("expected")})  # fmt: skip
+    verdicts: dict[int, bool] = {}
+    detail = ""
+    if items:
+        judge_nonce = secrets.token_hex(16)
+        job = {"nonce": judge_nonce, "mode": "judge", "judge": problem.judge,
+               "kind": problem.kind, "items": items}  # fmt: skip
+        try:
+            boot, judge_files = runner_files()
+            jres = sb.run(code=boot, files=judge_files, stdin=_part(job), language="python",
+                          limits=Limits(wall_time_s=30, memory_mb=512, max_output_bytes=1 << 20))  # fmt: skip
+            jrecords, broken = _records(jres, judge_nonce)
+        except Exception as e:  # noqa: BLE001
+            jrecords, broken = [], f"the judge's sandbox failed: {e!r}"
+        for r in jrecords:
+            if r.get("k") == "verdict" and isinstance(r.get("i"), int):
+                verdicts[r["i"]] = bool(r.get("ok"))
+            elif r.get("k") == "judge_error":
+                detail = f"special judge error: {r.get('error')}"
+        detail = detail or broken
+    tests = []
+    for t in verdict.tests:
+        if t.category == "judging":
+            ok = verdicts.get(t.index, False)
+            t = replace(t, passed=ok, category="passed" if ok else "wrong_answer",
+                        error=None if ok else "wrong answer (special judge)")  # fmt: skip
+        tests.append(t)
+    status = verdict.status
+    if status in ("failed", "passed", "runtime_error", "timeout", "memory_limit", "output_limit"):
+        if all(t.passed for t in tests):
+            status = "passed"
+        elif status == "passed":
+            status = "failed"
+    return replace(verdict, tests=tuple(tests), status=status, detail=verdict.detail or detail)
+
+
+def select_tests(problem: Problem, functions: Sequence[str]) -> Problem:
+    """The same problem restricted to the tests of some functions (subtask grading)."""
+    wanted = set(functions)
+    tests = tuple(t for t in problem.tests if t.get("fn") in wanted)
+    return replace(problem, tests=tests)

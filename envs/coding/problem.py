@@ -1,0 +1,486 @@
+"""The coding task format (``Task.answer``), how tests are shown, and builders for families.
+
+A coding task's ``answer`` is a JSON object (see :class:`Problem`)::
+
+    {"kind": "call" | "stdio",
+     "entry_point": "two_sum",                      # call: the function asked for
+     "tests": [{"fn": "two_sum", "args": [[2, 7], 9], "expected": [0, 1], "hidden": false},
+               {"fn": "withdraw", "args": [-1], "raises": "ValueError", "hidden": true},
+               {"script": "assert candidate(3) == 9", "names": {"candidate": "sq"}, "hidden": true},
+               {"input": "1 2\\n", "output": "3\\n", "hidden": true}],          # stdio
+     "compare": {"mode": "exact" | "float" | "unordered" | "tokens" | "lines", "abs_tol": 1e-6},
+     "judge": null,                                 # or Python source defining judge(...)
+     "languages": ["python", "c", "cpp"],
+     "reference": {"python": "...", "c": "..."},   # the oracle's programs
+     "limits": {"timeout_s": 2, "memory_mb": 256, "time_limit_s": 2, "memory_threshold_mb": 64},
+     "prelude": ""}                                 # code an answer may omit (HumanEval prompts)
+
+Values (``args``, ``expected``) are in the runner's tagged plain-JSON form, so tuples, sets and
+non-string dict keys survive the trip. Expected values stay in the parent process.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import random
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from llmgym import error
+from llmgym.envs.coding.runner import Unencodable, decode, encode
+from llmgym.rewards.coding import OUTPUT_MODES, VALUE_MODES
+from llmgym.tasks import Subtask, Task, draft
+
+KINDS = ("call", "stdio")
+LANGUAGES = ("python", "c", "cpp")
+LANGUAGE_NAMES = {"python": "Python 3", "c": "C (C17, gcc)", "cpp": "C++ (C++17, g++)"}
+DEFAULT_LIMITS: dict[str, float] = {
+    "timeout_s": 2.0,
+    "memory_mb": 256,
+    "time_limit_s": 2.0,
+    "memory_threshold_mb": 64.0,
+}
+"""Per-test timeout, memory cap, and the thresholds of the +1 time and +2 memory bonuses
+(time: the summed wall time of all tests; memory: the peak RSS of the program's processes)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validated view of a coding task's ``answer``."""
+
+    kind: str
+    tests: tuple[dict[str, Any], ...]
+    entry_point: str | None = None
+    compare: dict[str, Any] = field(default_factory=lambda: {"mode": "exact"})
+    judge: str | None = None
+    languages: tuple[str, ...] = ("python",)
+    reference: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    prelude: str = ""
+
+    @classmethod
+    def from_answer(cls, answer: Any, *, where: str = "task") -> Problem:
+        """Check a task's answer; :class:`llmgym.error.InvalidTask` says what is wrong."""
+        if not isinstance(answer, Mapping):
+            raise error.InvalidTask(f"{where}: a coding task's answer must be an object")
+        kind = answer.get("kind", "call")
+        if kind not in KINDS:
+            raise error.InvalidTask(f"{where}: kind must be one of {KINDS}, actual: {kind!r}")
+        raw_tests = answer.get("tests")
+        if not isinstance(raw_tests, Sequence) or isinstance(raw_tests, str) or not raw_tests:
+            raise error.InvalidTask(f"{where}: needs a non-empty list of tests")
+        tests = tuple(_check_test(t, kind, f"{where} test {i}") for i, t in enumerate(raw_tests))
+        if not any(t["hidden"] for t in tests):
+            raise error.InvalidTask(
+                f"{where}: needs at least one hidden test (they decide the reward)"
+            )
+        compare = dict(answer.get("compare") or {"mode": "exact" if kind == "call" else "tokens"})
+        modes = VALUE_MODES if kind == "call" else OUTPUT_MODES
+        if compare.get("mode") not in modes:
+            raise error.InvalidTask(f"{where}: compare.mode must be one of {modes}")
+        languages = tuple(answer.get("languages") or ("python",))
+        bad = [lang for lang in languages if lang not in LANGUAGES]
+        if bad or (kind == "call" and languages != ("python",)):
+            raise error.InvalidTask(
+                f"{where}: languages must come from {LANGUAGES} (call-based tasks: python only)"
+            )
+        limits = dict(DEFAULT_LIMITS)
+        for key, value in dict(answer.get("limits") or {}).items():
+            if key not in (*DEFAULT_LIMITS, "budget_s"):
+                raise error.InvalidTask(f"{where}: unknown limit {key!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise error.InvalidTask(f"{where}: limit {key} must be a positive number")
+            limits[key] = float(value)
+        reference = dict(answer.get("reference") or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in reference.items()):
+            raise error.InvalidTask(f"{where}: reference maps a language to its source")
+        judge = answer.get("judge")
+        if judge is not None and not isinstance(judge, str):
+            raise error.InvalidTask(f"{where}: judge must be Python source defining judge(...)")
+        entry = answer.get("entry_point")
+        if kind == "call" and not isinstance(entry, str):
+            raise error.InvalidTask(f"{where}: a call-based task names its entry_point")
+        return cls(
+            kind=kind,
+            tests=tests,
+            entry_point=entry,
+            compare=compare,
+            judge=judge,
+            languages=languages,
+            reference=reference,
+            limits=limits,
+            prelude=str(answer.get("prelude") or ""),
+        )
+
+    @property
+    def visible(self) -> list[dict[str, Any]]:
+        return [t for t in self.tests if not t["hidden"]]
+
+    @property
+    def hidden(self) -> list[dict[str, Any]]:
+        return [t for t in self.tests if t["hidden"]]
+
+    @property
+    def functions(self) -> list[str]:
+        """Names of the functions the tests call, in first-use order."""
+        names: list[str] = []
+        for t in self.tests:
+            for name in [t.get("fn")] + list((t.get("names") or {}).values()):
+                if name and name not in names:
+                    names.append(name)
+        return names
+
+
+def _check_test(test: Any, kind: str, where: str) -> dict[str, Any]:
+    if not isinstance(test, Mapping):
+        raise error.InvalidTask(f"{where}: a test is an object")
+    t = dict(test)
+    t["hidden"] = bool(t.get("hidden", True))
+    if kind == "stdio":
+        if not isinstance(t.get("input"), str) or not isinstance(t.get("output"), str):
+            raise error.InvalidTask(
+                f"{where}: stdin/stdout tests need 'input' and 'output' strings"
+            )
+        return t
+    if "script" in t:
+        if not isinstance(t["script"], str) or not isinstance(t.get("names", {}), Mapping):
+            raise error.InvalidTask(f"{where}: a script test has 'script' (str) and 'names' (dict)")
+        return t
+    if not isinstance(t.get("fn"), str) or not isinstance(t.get("args"), list):
+        raise error.InvalidTask(f"{where}: a call test has 'fn' (str) and 'args' (list)")
+    if ("expected" in t) == ("raises" in t):
+        raise error.InvalidTask(f"{where}: a call test has either 'expected' or 'raises'")
+    try:
+        decode(t["args"])
+        decode(t.get("kwargs") or {})
+        if "expected" in t:
+            decode(t["expected"])
+    except (ValueError, TypeError) as e:
+        raise error.InvalidTask(f"{where}: malformed value: {e}") from None
+    return t
+
+
+# --- showing tests ---------------------------------------------------------------------------
+
+
+def _short_repr(value: Any, limit: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_call(test: Mapping[str, Any], *, limit: int = 400) -> str:
+    """``fn(arg, ..., key=value)`` with the decoded arguments.
+
+    >>> render_call({"fn": "f", "args": [[1, 2], "x"], "kwargs": {"k": {"$tuple": [1]}}})
+    "f([1, 2], 'x', k=(1,))"
+    """
+    parts = [_short_repr(a, limit) for a in decode(test["args"])]
+    parts += [f"{k}={_short_repr(v, limit)}" for k, v in decode(test.get("kwargs") or {}).items()]
+    return f"{test['fn']}({', '.join(parts)})"
+
+
+def render_expected(test: Mapping[str, Any], *, limit: int = 400) -> str:
+    if "raises" in test:
+        return f"raises {test['raises']}"
+    return _short_repr(decode(test["expected"]), limit)
+
+
+def render_test(test: Mapping[str, Any], kind: str) -> str:
+    """A test as the prompt shows it (doctest style, or an Input/Output pair).
+
+    >>> render_test({"fn": "f", "args": [2], "expected": 4}, "call").splitlines()
+    ['>>> f(2)', '4']
+    >>> print(render_test({"input": "1 2\\n", "output": "3\\n"}, "stdio"), end="")
+    Input:
+    1 2
+    Output:
+    3
+    """
+    if kind == "stdio":
+        inp, out = test["input"], test["output"]
+        return f"Input:\n{inp}{'' if inp.endswith(chr(10)) else chr(10)}Output:\n{out}" + (
+            "" if out.endswith("\n") else "\n"
+        )
+    if "script" in test:
+        return test["script"].rstrip("\n") + "\n"
+    call = render_call(test, limit=10**9)
+    if "raises" in test:
+        return f">>> {call}\nTraceback (most recent call last):\n    ...\n{test['raises']}\n"
+    return f">>> {call}\n{render_expected(test, limit=10**9)}\n"
+
+
+# --- building procedural tasks ---------------------------------------------------------------
+
+
+@cache
+def source_of(fn: Callable[..., Any]) -> str:
+    """The dedented source of a reference function (its oracle text)."""
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def signature_line(fn: Callable[..., Any]) -> str:
+    """The ``def`` line of a reference function, type hints included."""
+    lines = source_of(fn).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("def "))
+    out = []
+    for line in lines[start:]:
+        out.append(line)
+        if line.rstrip().endswith(":"):
+            break
+    return "\n".join(out)
+
+
+def scale(difficulty: float, low: float, high: float) -> int:
+    """An integer parameter that grows from ``low`` to ``high`` with difficulty.
+
+    >>> scale(0.0, 2, 10), scale(0.5, 2, 10), scale(1.0, 2, 10)
+    (2, 6, 10)
+    """
+    return int(round(low + (high - low) * max(0.0, min(1.0, difficulty))))
+
+
+def _key(args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
+    return json.dumps([encode(list(args)), encode(dict(kwargs or {}))], sort_keys=True)
+
+
+def make_cases(
+    rng: random.Random,
+    make: Callable[[], tuple[Any, ...]],
+    *,
+    edge: Iterable[tuple[Any, ...]] = (),
+    n_visible: int = 2,
+    n_hidden: int = 10,
+    attempts: int = 400,
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Distinct argument tuples: ``n_visible`` random examples, then ``n_hidden`` hidden ones
+    (the edge cases first, then random ones)."""
+    seen: set[str] = set()
+    visible: list[tuple[Any, ...]] = []
+    hidden: list[tuple[Any, ...]] = []
+
+    def take(args: tuple[Any, ...], into: list[tuple[Any, ...]]) -> None:
+        k = _key(args)
+        if k not in seen:
+            seen.add(k)
+            into.append(args)
+
+    for _ in range(attempts):
+        if len(visible) >= n_visible:
+            break
+        take(make(), visible)
+    for args in edge:
+        if len(hidden) < n_hidden // 2:
+            take(tuple(args), hidden)
+    for _ in range(attempts):
+        if len(hidden) >= n_hidden:
+            break
+        take(make(), hidden)
+    if len(hidden) < n_hidden:
+        raise error.InvalidTask(
+            f"the family produced only {len(hidden)} distinct hidden tests of {n_hidden}"
+        )
+    return visible, hidden
+
+
+def call_tests(
+    fn: Callable[..., Any],
+    visible: Sequence[tuple[Any, ...]],
+    hidden: Sequence[tuple[Any, ...]],
+    *,
+    name: str | None = None,
+    raises: bool = False,
+) -> list[dict[str, Any]]:
+    """Call tests whose expected values come from running the reference ``fn`` here.
+
+    With ``raises``, a case where ``fn`` raises a builtin exception becomes a test that expects
+    that exception; otherwise a raising reference is a bug of the family.
+    """
+    tests = []
+    for hidden_flag, cases in ((False, visible), (True, hidden)):
+        for args in cases:
+            test: dict[str, Any] = {"fn": name or fn.__name__, "args": encode(list(args))}
+            try:
+                test["expected"] = encode(fn(*copy.deepcopy(args)))
+            except Unencodable as e:  # a bug in a family, not in model output
+                raise error.InvalidTask(f"{fn.__name__} returned a non-plain value: {e}") from None
+            except (ValueError, KeyError, ZeroDivisionError, IndexError, TypeError) as e:
+                if not raises:
+                    raise error.InvalidTask(f"{fn.__name__}{tuple(args)!r} raised {e!r}") from e
+                test["raises"] = type(e).__name__
+            test["hidden"] = hidden_flag
+            tests.append(test)
+    return tests
+
+
+def examples_block(tests: Sequence[Mapping[str, Any]], kind: str) -> str:
+    shown = [render_test(t, kind) for t in tests if not t["hidden"]]
+    if not shown:
+        return ""
+    if kind == "stdio":
+        return "\n".join(f"Example {i}:\n```\n{text}```" for i, text in enumerate(shown, 1))
+    return "Examples:\n```python\n" + "".join(shown) + "```"
+
+
+def call_task(
+    rng: random.Random,
+    difficulty: float,
+    *,
+    fn: Callable[..., Any],
+    description: str,
+    make: Callable[[], tuple[Any, ...]],
+    edge: Iterable[tuple[Any, ...]] = (),
+    helpers: Sequence[Callable[..., Any]] = (),
+    compare: Mapping[str, Any] | None = None,
+    judge: str | None = None,
+    limits: Mapping[str, float] | None = None,
+    theme: str = "",
+    n_visible: int = 2,
+    n_hidden: int = 10,
+    raises: bool = False,
+) -> Task:
+    """A function-level task: the prompt, visible examples and hidden tests from ``fn``."""
+    visible, hidden = make_cases(rng, make, edge=edge, n_visible=n_visible, n_hidden=n_hidden)
+    tests = call_tests(fn, visible, hidden, raises=raises)
+    reference = "".join(source_of(h) + "\n\n" for h in helpers) + source_of(fn)
+    prompt = (
+        f"{description.strip()}\n\nImplement:\n```python\n{signature_line(fn)}\n    ...\n```\n\n"
+        + examples_block(tests, "call")
+    )
+    answer = {
+        "kind": "call",
+        "entry_point": fn.__name__,
+        "tests": tests,
+        "compare": dict(compare or {"mode": "exact"}),
+        "judge": judge,
+        "languages": ["python"],
+        "reference": {"python": reference},
+        "limits": {**DEFAULT_LIMITS, **dict(limits or {})},
+    }
+    return draft(prompt.strip() + "\n", answer, metadata={"theme": theme, "kind": "call"})
+
+
+def stdio_task(
+    rng: random.Random,
+    difficulty: float,
+    *,
+    solve: Callable[[str], str],
+    statement: str,
+    make: Callable[[], str],
+    edge: Iterable[str] = (),
+    c_source: str | None = None,
+    cpp_source: str | None = None,
+    compare: Mapping[str, Any] | None = None,
+    judge: str | None = None,
+    limits: Mapping[str, float] | None = None,
+    theme: str = "stdio",
+    n_visible: int = 2,
+    n_hidden: int = 10,
+) -> Task:
+    """A competitive-programming task: read stdin, write stdout; expected output from ``solve``."""
+    visible_in, hidden_in = make_cases(
+        rng, lambda: (make(),), edge=[(e,) for e in edge], n_visible=n_visible, n_hidden=n_hidden
+    )
+    tests = []
+    for hidden_flag, cases in ((False, visible_in), (True, hidden_in)):
+        for (text,) in cases:
+            tests.append({"input": text, "output": solve(text), "hidden": hidden_flag})
+    program = (
+        source_of(solve)
+        + "\n\nimport sys\n\nsys.stdout.write("
+        + solve.__name__
+        + "(sys.stdin.read()))\n"
+    )
+    reference = {"python": program}
+    languages = ["python"]
+    if c_source is not None:
+        reference["c"], languages = textwrap.dedent(c_source).lstrip(), [*languages, "c"]
+    if cpp_source is not None:
+        reference["cpp"], languages = textwrap.dedent(cpp_source).lstrip(), [*languages, "cpp"]
+    prompt = statement.strip() + "\n\n" + examples_block(tests, "stdio")
+    answer = {
+        "kind": "stdio",
+        "entry_point": None,
+        "tests": tests,
+        "compare": dict(compare or {"mode": "tokens"}),
+        "judge": judge,
+        "languages": languages,
+        "reference": reference,
+        "limits": {**DEFAULT_LIMITS, "memory_threshold_mb": 64.0, **dict(limits or {})},
+    }
+    return draft(prompt.strip() + "\n", answer, metadata={"theme": theme, "kind": "stdio"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """One function of a multi-function module task."""
+
+    fn: Callable[..., Any]
+    description: str
+    make: Callable[[], tuple[Any, ...]]
+    edge: tuple[tuple[Any, ...], ...] = ()
+    depends_on: tuple[str, ...] = ()
+    n_hidden: int = 4
+    raises: bool = False
+
+
+def module_task(
+    rng: random.Random,
+    difficulty: float,
+    *,
+    title: str,
+    intro: str,
+    parts: Sequence[Part],
+    theme: str = "modules",
+) -> Task:
+    """A small module whose later functions build on earlier ones, one subtask per function."""
+    tests: list[dict[str, Any]] = []
+    subtasks = []
+    sections = []
+    for part in parts:
+        name = part.fn.__name__
+        visible, hidden = make_cases(
+            rng, part.make, edge=part.edge, n_visible=1, n_hidden=part.n_hidden
+        )
+        own = call_tests(part.fn, visible, hidden, raises=part.raises)
+        tests += own
+        shown = "".join(render_test(t, "call") for t in own if not t["hidden"])
+        body = (
+            f"```python\n{signature_line(part.fn)}\n    ...\n```\n{part.description.strip()}\n"
+            f"```python\n{shown}```"
+        )
+        sections.append(f"### `{name}`\n{body}")
+        subtasks.append(
+            Subtask(
+                id=name,
+                prompt=f"Write `{name}`.\n{body}",
+                answer={"fn": name, "reference": source_of(part.fn)},
+                verifier="coding_function",
+                depends_on=part.depends_on,
+            )
+        )
+    reference = "\n\n".join(source_of(p.fn) for p in parts)
+    prompt = (
+        f"## {title}\n\n{intro.strip()}\n\nThe module has these functions (later ones may call "
+        "earlier ones):\n\n" + "\n\n".join(sections)
+    )
+    answer = {
+        "kind": "call",
+        "entry_point": parts[-1].fn.__name__,
+        "tests": tests,
+        "compare": {"mode": "exact"},
+        "judge": None,
+        "languages": ["python"],
+        "reference": {"python": reference},
+        "limits": dict(DEFAULT_LIMITS),
+    }
+    return draft(
+        prompt.strip() + "\n",
+        answer,
+        subtasks=tuple(subtasks),
+        metadata={"theme": theme, "kind": "call", "module": [p.fn.__name__ for p in parts]},
+    )

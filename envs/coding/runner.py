@@ -1,0 +1,1089 @@
+"""The judge program that runs inside the sandbox: it feeds tests to the candidate and reports.
+
+Shipped as the sandbox's ``main.py`` for every grading run (stdlib only; the parent also imports
+it for the value codec). One sandbox run grades one answer against all its tests.
+
+Processes inside the run::
+
+    judge J (this program: trusted, non-dumpable, owns the result channel, fd 3)
+      fork -> worker W (untrusted: the candidate's code runs here; fds 0-2 are pipes to J,
+              3 and 4 a private request/reply pipe; it never holds fd 3 of the run)
+
+Why the verdicts cannot be forged from inside:
+
+- **Expected values never enter the sandbox.** J only has the tests' *inputs*; it reports what
+  the candidate returned (call-based tasks, serialized to plain tagged JSON by :func:`encode`)
+  or printed (stdin/stdout tasks), and the parent compares those with the expected values it
+  kept. Writing fake records, printing "OK", objects whose ``__eq__`` always says yes,
+  patching builtins or this harness inside W: none of it produces the expected value.
+- **W cannot reach J.** W runs in its own process with every other fd closed, J is
+  non-dumpable (no ``/proc/J/mem``, no ``/proc/J/fd``) and ptrace is blocked by the sandbox's
+  seccomp filter. J checks each reply against the request it sent (kind, index), so an
+  unsolicited or out-of-order reply is a protocol failure of that test.
+- **Missing results are failures.** ``sys.exit``, ``os._exit``, crashes, timeouts and kills
+  end W; J records the test as failed and starts a fresh W for the next one. The parent also
+  checks the nonce, the count and the order of J's records.
+- **Hidden tests stay hidden.** J reads the visible tests and starts W before it even reads
+  the hidden ones from stdin (W is forked from J, so it would otherwise inherit a copy), and
+  W's fd 0 is ``/dev/null``. Text W controls (stdout, stderr, exception messages, returned
+  values) is reported for visible tests only; for hidden tests J reports values (for the
+  parent to compare) and builtin exception names, nothing the candidate could use to carry
+  hidden inputs into the feedback.
+- **Time is measured by J**, outside W, from the request to the reply (wall clock: sleeping
+  counts) and enforced by killing W; CPU time and peak memory come from the kernel
+  (``wait4``) when W is reaped. The sandbox's own wall limit is the last resort.
+
+Residual risk, stated: W shares J's uid, so it can signal J (killing or stopping the judge
+only loses its own results), and in-process tricks can read the inputs of the test W is
+running. Kernel-level escapes are the sandbox's concern.
+
+Stdin carries two length-prefixed JSON parts: the job with the visible tests, then the hidden
+tests. Records go to fd 3 as ``<nonce>\\t<json>\\n`` lines.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import io
+import json
+import math
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+import traceback
+import types
+from typing import Any
+
+CHANNEL = 3
+MAX_DEPTH = 100
+MAX_ITEMS = 1_000_000
+TAIL = 4000
+
+# ----------------------------------------------------------------------------------------------
+# Plain tagged JSON: the only form in which values cross the sandbox boundary
+# ----------------------------------------------------------------------------------------------
+
+
+class Unencodable(Exception):
+    """A value that is not plain data (or is too large or too deeply nested)."""
+
+
+_DEQUE = collections.deque
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON-ready plain data; tuples, sets, non-string dict keys, bytes and
+    non-finite floats are tagged so that :func:`decode` rebuilds them exactly.
+
+    Subclasses of builtins are reduced to the builtin value through the builtin's own methods,
+    so an object's overridden ``__eq__``, ``__repr__`` or ``__iter__`` plays no part.
+
+    >>> encode([1, (2, 3), {"a": {4}}, float("inf"), {1: "x"}])
+    [1, {'$tuple': [2, 3]}, {'a': {'$set': [4]}}, {'$float': 'inf'}, {'$dict': [[1, 'x']]}]
+    >>> decode(encode({(1, 2): frozenset({"z"}), "k": b"\\x00"})) == {(1, 2): frozenset({"z"}), "k": b"\\x00"}
+    True
+    >>> try:
+    ...     encode(object())
+    ... except Unencodable as e:
+    ...     print(e)
+    cannot serialize a value of type object (return plain data: None, bool, int, float, str, list, tuple, dict, set)
+    """
+    return _encode(value, 0, [0])
+
+
+def _encode(v: Any, depth: int, count: list[int]) -> Any:
+    count[0] += 1
+    if depth > MAX_DEPTH or count[0] > MAX_ITEMS:
+        raise Unencodable("the value is too large or too deeply nested")
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else {"$float": repr(v)}
+    d = depth + 1
+    if t is list or t is _DEQUE:
+        return [_encode(x, d, count) for x in v]
+    if t is tuple:
+        return {"$tuple": [_encode(x, d, count) for x in v]}
+    if t is dict:
+        items = list(dict.items(v))
+        if all(type(k) is str and not k.startswith("$") for k, _ in items):
+            return {k: _encode(x, d, count) for k, x in items}
+        return {"$dict": [[_encode(k, d, count), _encode(x, d, count)] for k, x in items]}
+    if t is set or t is frozenset:
+        tag = "$set" if t is set else "$frozenset"
+        return {tag: sorted((_encode(x, d, count) for x in v), key=_canonical)}
+    if t is bytes or t is bytearray:
+        return {"$bytes": bytes(v).hex()}
+    # Subclasses of builtins: take the builtin value, never the subclass's own methods.
+    if isinstance(v, int):
+        return int.__index__(v)
+    if isinstance(v, float):
+        return _encode(float.__float__(v), depth, count)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, tuple):
+        return _encode(tuple(tuple.__iter__(v)), depth, count)
+    if isinstance(v, list):
+        return _encode(list(list.__iter__(v)), depth, count)
+    if isinstance(v, dict):
+        return _encode(dict(dict.items(v)), depth, count)
+    if isinstance(v, (set, frozenset)):
+        return _encode(
+            (frozenset if isinstance(v, frozenset) else set)(set.__iter__(v)), depth, count
+        )  # type: ignore[arg-type]
+    if (getattr(t, "__module__", "") or "").split(".")[0] == "numpy" and hasattr(v, "tolist"):
+        return _encode(v.tolist(), depth, count)
+    raise Unencodable(
+        f"cannot serialize a value of type {t.__name__} (return plain data: None, bool, int, "
+        "float, str, list, tuple, dict, set)"
+    )
+
+
+def _canonical(x: Any) -> str:
+    return json.dumps(x, sort_keys=True)
+
+
+_TAGS = ("$tuple", "$set", "$frozenset", "$dict", "$float", "$bytes")
+
+
+def decode(data: Any, _depth: int = 0) -> Any:
+    """Rebuild a value from :func:`encode`'s form; ValueError/TypeError on malformed data."""
+    if _depth > MAX_DEPTH + 2:
+        raise ValueError("value nested too deeply")
+    d = _depth + 1
+    if isinstance(data, list):
+        return [decode(x, d) for x in data]
+    if isinstance(data, dict):
+        if len(data) == 1:
+            ((tag, x),) = data.items()
+            if tag in _TAGS:
+                return _decode_tagged(tag, x, d)
+        if any(k.startswith("$") for k in data):
+            raise ValueError("malformed tagged value")
+        return {k: decode(x, d) for k, x in data.items()}
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    raise TypeError(f"not plain data: {type(data).__name__}")
+
+
+def _decode_tagged(tag: str, x: Any, d: int) -> Any:
+    if tag == "$float":
+        if x not in ("nan", "inf", "-inf"):
+            raise ValueError("malformed float")
+        return float(x)
+    if tag == "$bytes":
+        return bytes.fromhex(x)
+    if not isinstance(x, list):
+        raise ValueError(f"malformed {tag}")
+    if tag == "$tuple":
+        return tuple(decode(y, d) for y in x)
+    if tag == "$set":
+        return {decode(y, d) for y in x}
+    if tag == "$frozenset":
+        return frozenset(decode(y, d) for y in x)
+    out = {}
+    for pair in x:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError("malformed $dict")
+        out[decode(pair[0], d)] = decode(pair[1], d)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Small helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except InterruptedError:
+            continue
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("stdin ended early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_part(fd: int) -> Any:
+    (size,) = struct.unpack("<Q", _read_exact(fd, 8))
+    return json.loads(_read_exact(fd, size))
+
+
+def _builtin_exception_name(exc: BaseException) -> str:
+    """The first builtin class in the exception's MRO (the program cannot choose the name)."""
+    for cls in type(exc).__mro__:
+        if getattr(builtins, cls.__name__, None) is cls:
+            return cls.__name__
+    return "BaseException"
+
+
+def _nondumpable() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:  # noqa: BLE001 - best effort outside Linux
+        pass
+
+
+def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
+    """Cap W's address space at what it has now plus ``memory_mb`` (MemoryError, not OOM)."""
+    budget = int(job.get("memory_mb") or 0) << 20
+    if budget <= 0:
+        return
+    base = 0
+    if not native:
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmSize:"):
+                        base = int(line.split()[1]) << 10
+        except (OSError, ValueError, IndexError):
+            return
+    try:
+        cap = base + budget + (64 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (ValueError, OSError):
+        pass
+
+
+def _mb(kb: float) -> float:
+    return round(kb / 1024.0, 3)
+
+
+class _Tail:
+    """The last ``cap`` bytes of a stream and how many bytes it had."""
+
+    def __init__(self, cap: int = TAIL) -> None:
+        self.cap, self.total, self.data = cap, 0, b""
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.data = (self.data + chunk)[-self.cap :]
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+# ----------------------------------------------------------------------------------------------
+# The worker: where the candidate's code runs (call-based tasks)
+# ----------------------------------------------------------------------------------------------
+
+
+def _worker_reply(obj: dict[str, Any]) -> None:
+    try:
+        line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+    except (ValueError, TypeError, RecursionError) as e:
+        line = json.dumps({"k": obj.get("k"), "i": obj.get("i"), "ok": False,
+                           "error": {"type": "ValueError", "msg": f"return value: {e}"}})  # fmt: skip
+    _write_all(4, line.encode() + b"\n")
+
+
+def _error_record(exc: BaseException, skip_frames: int = 1) -> dict[str, Any]:
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is not None:
+            tb = tb.tb_next
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb, limit=-8))
+        msg = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        text, msg = "", "<unprintable>"
+    return {"type": _builtin_exception_name(exc), "name": type(exc).__name__[:100],
+            "msg": msg[:2000], "tb": text[-TAIL:]}  # fmt: skip
+
+
+def _setup_stdio() -> None:
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="replace"
+    )
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8",
+        errors="backslashreplace"
+    )  # fmt: skip
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
+        errors="backslashreplace", line_buffering=True,
+    )  # fmt: skip
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+def _compile_candidate(path: str) -> Any:
+    with open(path, "rb") as f:
+        source = f.read()
+    return source, compile(source, "solution.py", "exec", dont_inherit=True)
+
+
+def _worker_main(job: dict[str, Any]) -> None:
+    """Compile, report static facts, import the candidate, then answer requests until EOF."""
+    for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    _setup_stdio()
+    try:
+        source, code = _compile_candidate(job["source"])
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+        detail = "".join(traceback.format_exception_only(type(e), e))
+        _worker_reply({"k": "compile", "ok": False, "error": detail[-TAIL:]})
+        os._exit(0)
+    if job.get("static"):
+        try:
+            facts = static_facts(source.decode("utf-8", "replace"))  # type: ignore[name-defined]  # noqa: F821
+            _worker_reply({"k": "static", "ok": True, "facts": facts})
+        except BaseException as e:  # noqa: BLE001
+            _worker_reply({"k": "static", "ok": False, "error": type(e).__name__})
+    _worker_reply({"k": "compile", "ok": True})
+    module = types.ModuleType("solution")
+    module.__file__ = job["source"]
+    sys.modules["solution"] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException as e:  # noqa: BLE001 - SystemExit at import is a failure too
+        _flush()
+        _worker_reply({"k": "import", "ok": False, "error": _error_record(e)})
+        os._exit(0)
+    _flush()
+    _worker_reply({"k": "import", "ok": True})
+    reader = os.fdopen(3, "rb", buffering=1 << 16)
+    perf, getrusage, self_ = time.perf_counter, resource.getrusage, resource.RUSAGE_SELF
+    for line in reader:
+        req = json.loads(line)
+        i = req["i"]
+        fn = module.__dict__.get(req["fn"])
+        if not callable(fn):
+            _worker_reply({"k": "result", "i": i, "ok": False, "error": {
+                "type": "NameError", "name": "NameError",
+                "msg": f"the module defines no function named {req['fn']!r}", "tb": ""}})  # fmt: skip
+            continue
+        args, kwargs = decode(req["args"]), decode(req.get("kwargs") or {})
+        start = perf()
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - SystemExit inside a test fails that test
+            elapsed = perf() - start
+            _flush()
+            rec = {"k": "result", "i": i, "ok": False, "error": _error_record(e), "t": elapsed}
+        else:
+            elapsed = perf() - start
+            _flush()
+            try:
+                rec = {"k": "result", "i": i, "ok": True, "value": encode(value), "t": elapsed}
+            except (Unencodable, RecursionError) as e:
+                rec = {"k": "result", "i": i, "ok": False, "t": elapsed,
+                       "error": {"type": "TypeError", "name": "TypeError", "msg": str(e), "tb": ""}}  # fmt: skip
+        rec["m"] = _mb(getrusage(self_).ru_maxrss)
+        _worker_reply(rec)
+    os._exit(0)
+
+
+# ----------------------------------------------------------------------------------------------
+# The judge side
+# ----------------------------------------------------------------------------------------------
+
+
+class Channel:
+    """Records to the parent on fd 3: ``<nonce>\\t<json>\\n``."""
+
+    def __init__(self, nonce: str) -> None:
+        self.nonce = nonce
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        fields["k"] = kind
+        line = f"{self.nonce}\t{json.dumps(fields, ensure_ascii=True, allow_nan=False)}\n"
+        _write_all(CHANNEL, line.encode())
+
+
+class _Reaped:
+    def __init__(self, status: int | None, cpu: float, maxrss_kb: float) -> None:
+        self.status, self.cpu, self.maxrss_kb = status, cpu, maxrss_kb
+
+    def describe(self) -> str:
+        if self.status is None:
+            return "was lost"
+        if os.WIFSIGNALED(self.status):
+            sig = os.WTERMSIG(self.status)
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = f"signal {sig}"
+            return f"was killed by {name}"
+        return f"exited with code {os.WEXITSTATUS(self.status)}"
+
+
+def _reap(pid: int, *, kill: bool) -> _Reaped:
+    if kill:
+        for target in (
+            lambda: os.killpg(pid, signal.SIGKILL),
+            lambda: os.kill(pid, signal.SIGKILL),
+        ):
+            try:
+                target()
+            except OSError:
+                pass
+    else:
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            try:
+                done, status, ru = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                return _Reaped(None, 0.0, 0.0)
+            if done:
+                _kill_group(pid)
+                return _Reaped(status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+            time.sleep(0.001)
+        return _reap(pid, kill=True)
+    try:
+        _, status, ru = os.wait4(pid, 0)
+    except ChildProcessError:
+        return _Reaped(None, 0.0, 0.0)
+    _kill_group(pid)
+    return _Reaped(status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # whatever it left behind
+    except OSError:
+        pass
+
+
+class Worker:
+    """One W process and the pipes J talks to it on."""
+
+    def __init__(self, job: dict[str, Any], judge: Judge) -> None:
+        self.judge = judge
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # W
+            try:
+                os.setpgid(0, 0)
+                import fcntl
+
+                a = fcntl.fcntl(req_r, fcntl.F_DUPFD, 100)
+                b = fcntl.fcntl(rep_w, fcntl.F_DUPFD, 100)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(a, 3)
+                os.dup2(b, 4)
+                os.closerange(5, 1 << 16)
+                _limit_memory(job, native=False)
+                _worker_main(job)
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(70)
+        self.pid = pid
+        for fd in (req_r, rep_w, out_w, err_w):
+            os.close(fd)
+        for fd in (self.req_w, self.rep_r, self.out_r, self.err_r):
+            os.set_blocking(fd, False)
+        self.buf = b""
+        self.pending = b""
+        self.open = {self.rep_r, self.out_r, self.err_r}
+        self.reaped: _Reaped | None = None
+
+    def send(self, obj: dict[str, Any]) -> None:
+        self.pending += json.dumps(obj, ensure_ascii=True).encode() + b"\n"
+
+    def recv(self, deadline: float) -> dict[str, Any] | str:
+        """The next reply, ``"timeout"``, ``"eof"`` (W is gone) or ``"overflow"``."""
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line, self.buf = self.buf[:nl], self.buf[nl + 1 :]
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    return "garbled"
+                return rec if isinstance(rec, dict) else "garbled"
+            if len(self.buf) > self.judge.max_reply:
+                return "overflow"
+            if self.judge.flooded:
+                return "output"
+            if self.rep_r not in self.open:
+                return "eof"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            writers = [self.req_w] if self.pending else []
+            try:
+                readable, writable, _ = select.select(list(self.open), writers, [], left)
+            except InterruptedError:
+                continue
+            if writable:
+                try:
+                    n = os.write(self.req_w, self.pending)
+                    self.pending = self.pending[n:]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.pending = b""
+            for fd in readable:
+                self._read(fd)
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.open.discard(fd)
+            return
+        if fd == self.rep_r:
+            self.buf += chunk
+        else:
+            self.judge.output(fd == self.err_r, chunk)
+            if self.judge.printed > self.judge.output_cap:
+                self.judge.flooded = True
+
+    def drain(self) -> None:
+        for fd in list(self.open - {self.rep_r}):
+            for _ in range(64):
+                before = self.judge.printed
+                self._read(fd)
+                if self.judge.printed == before:
+                    break
+
+    def finish(self, *, kill: bool) -> _Reaped:
+        if self.reaped is None:
+            try:
+                os.close(self.req_w)
+            except OSError:
+                pass
+            if not kill:
+                # Let W see EOF on its requests and exit; drain what it still prints.
+                deadline = time.monotonic() + 1.0
+                while self.open and time.monotonic() < deadline:
+                    r, _, _ = select.select(
+                        list(self.open), [], [], max(0.0, deadline - time.monotonic())
+                    )
+                    for fd in r:
+                        self._read(fd)
+                        if fd == self.rep_r:
+                            self.buf = b""
+            self.reaped = _reap(self.pid, kill=kill or bool(self.open))
+            for fd in (self.rep_r, self.out_r, self.err_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.judge.account(self.reaped)
+        return self.reaped
+
+
+class _ScriptTimeout(BaseException):
+    pass
+
+
+class Judge:
+    def __init__(self, job: dict[str, Any], channel: Channel) -> None:
+        self.job = job
+        self.ch = channel
+        self.timeout = float(job["timeout_s"])
+        self.budget_end = time.monotonic() + float(job["budget_s"])
+        self.max_reply = int(job.get("max_reply_bytes", 8 << 20))
+        self.output_cap = int(job.get("output_cap", 1 << 20))
+        self.phase = "visible"
+        self.tails = {"stdout": _Tail(), "stderr": _Tail()}
+        self.printed = 0
+        self.flooded = False
+        self.worker: Worker | None = None
+        self.cpu = 0.0
+        self.maxrss_kb = 0.0
+        self.compile_failed = False
+        self.import_error: dict[str, Any] | None = None
+        self.static_sent = False
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def output(self, is_err: bool, chunk: bytes) -> None:
+        self.printed += len(chunk)
+        self.tails["stderr" if is_err else "stdout"].add(chunk)
+
+    def account(self, reaped: _Reaped) -> None:
+        self.cpu += reaped.cpu
+        self.maxrss_kb = max(self.maxrss_kb, reaped.maxrss_kb)
+
+    def end_phase(self) -> None:
+        if self.worker is not None:
+            self.worker.drain()
+        visible = self.phase == "visible"
+        self.ch.emit(
+            "output",
+            phase=self.phase,
+            stdout=self.tails["stdout"].text() if visible else "",
+            stderr=self.tails["stderr"].text() if visible else "",
+            bytes=self.tails["stdout"].total + self.tails["stderr"].total,
+        )
+        self.tails = {"stdout": _Tail(), "stderr": _Tail()}
+
+    def test_record(self, i: int, **fields: Any) -> None:
+        if self.phase == "hidden" and "error" in fields and isinstance(fields["error"], dict):
+            fields["error"] = {"type": fields["error"].get("type", "Exception")}
+        self.ch.emit("test", i=i, phase=self.phase, **fields)
+
+    # -- the worker's life --------------------------------------------------------------------
+
+    def ensure_worker(self) -> str | None:
+        """A live, imported W; or why not (``"compile"``, ``"import"``, ``"timeout"``...)."""
+        if self.worker is not None:
+            return None
+        w = Worker(self.job, self)
+        deadline = min(time.monotonic() + self.timeout, self.budget_end)
+        while True:
+            rec = w.recv(deadline)
+            if rec == "timeout":
+                w.finish(kill=True)
+                return "import timeout"
+            if not isinstance(rec, dict):
+                reaped = w.finish(kill=True)
+                return f"the program {reaped.describe()} while loading"
+            kind = rec.get("k")
+            if kind == "static" and not self.static_sent:
+                self.static_sent = True
+                self.ch.emit("static", ok=bool(rec.get("ok")), facts=rec.get("facts"))
+            elif kind == "compile":
+                if not rec.get("ok"):
+                    w.finish(kill=True)
+                    self.compile_failed = True
+                    self.ch.emit("compile", ok=False, error=str(rec.get("error", ""))[-TAIL:])
+                    return "compile"
+            elif kind == "import":
+                if not rec.get("ok"):
+                    w.finish(kill=True)
+                    err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+                    self.import_error = {"type": str(err.get("type", "Exception"))}
+                    if self.phase == "visible":
+                        self.import_error.update(
+                            msg=str(err.get("msg", ""))[:2000], tb=str(err.get("tb", ""))[-TAIL:]
+                        )
+                    return "import"
+                self.worker = w
+                return None
+            else:
+                w.finish(kill=True)
+                return "protocol"
+
+    def retire(self, *, kill: bool) -> _Reaped | None:
+        w, self.worker = self.worker, None
+        return w.finish(kill=kill) if w is not None else None
+
+    def call(self, i: int, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Run one call in W; the test record's fields."""
+        problem = self.ensure_worker()
+        if problem is not None:
+            return {"ok": False, "error": {"type": "ImportError", "msg": problem}, "why": problem}
+        w = self.worker
+        assert w is not None
+        w.send(
+            {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
+        )
+        start = time.monotonic()
+        rec = w.recv(min(deadline, self.budget_end))
+        wall = time.monotonic() - start
+        if isinstance(rec, dict) and rec.get("k") == "result" and rec.get("i") == i:
+            fields = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
+            if rec.get("ok"):
+                fields["value"] = rec.get("value")
+            else:
+                fields["error"] = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+            if isinstance(rec.get("m"), (int, float)):
+                fields["mem_mb"] = rec["m"]
+            return fields
+        if rec == "output":
+            self.retire(kill=True)
+            return {"ok": False, "error": {"type": "output limit"}, "why": "output", "wall_s": wall}
+        if rec == "timeout":
+            self.retire(kill=True)
+            return {"ok": False, "error": {"type": "timeout"}, "why": "timeout", "wall_s": wall}
+        if rec == "overflow":
+            self.retire(kill=True)
+            return {
+                "ok": False,
+                "error": {"type": "value too large"},
+                "why": "overflow",
+                "wall_s": wall,
+            }
+        if rec == "eof":
+            reaped = self.retire(kill=False)
+            how = reaped.describe() if reaped else "was lost"
+            return {"ok": False, "error": {"type": "exited", "msg": f"the program {how}"}, "why": "exited",
+                    "wall_s": wall}  # fmt: skip
+        self.retire(kill=True)
+        return {"ok": False, "error": {"type": "protocol", "msg": "unexpected reply"}, "why": "protocol",
+                "wall_s": wall}  # fmt: skip
+
+    # -- running the tests --------------------------------------------------------------------
+
+    def run_call_tests(self, tests: list[dict[str, Any]], first: int) -> bool:
+        """Run ``tests``; False when nothing more can run (compile/import failure)."""
+        for offset, payload in enumerate(tests):
+            i = first + offset
+            if time.monotonic() >= self.budget_end:
+                self.test_record(i, ok=False, error={"type": "budget"}, why="budget")
+                continue
+            if "script" in payload:
+                fields = self.run_script(i, payload)
+            else:
+                fields = self.call(i, payload, time.monotonic() + self.timeout)
+            if fields.get("why") in ("compile", "import"):
+                if fields["why"] == "import":
+                    self.ch.emit("import", ok=False, error=self.import_error)
+                return False
+            self.test_record(i, **fields)
+        return True
+
+    def run_script(self, i: int, payload: dict[str, Any]) -> dict[str, Any]:
+        """A test written as Python statements, run here in J; the candidate's functions are
+        proxies into W that return plain decoded values, so assertions compare plain data."""
+        judge = self
+        deadline = min(time.monotonic() + self.timeout * max(1, int(payload.get("calls", 1))),
+                       self.budget_end)  # fmt: skip
+        failure: dict[str, Any] = {}
+
+        def proxy_for(fn_name: str) -> Any:
+            def proxy(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    enc_args, enc_kwargs = encode(list(args)), encode(dict(kwargs))
+                except Unencodable as e:
+                    raise TypeError(f"test arguments are not plain data: {e}") from None
+                fields = judge.call(
+                    i, {"fn": fn_name, "args": enc_args, "kwargs": enc_kwargs}, deadline
+                )
+                if fields.get("why") in ("compile", "import", "timeout", "exited", "overflow",
+                                         "protocol", "output"):  # fmt: skip
+                    failure.update(fields)
+                    raise _ScriptTimeout
+                if fields["ok"]:
+                    return decode(fields["value"])
+                err = fields.get("error") or {}
+                cls = getattr(builtins, str(err.get("type")), None)
+                if not (isinstance(cls, type) and issubclass(cls, Exception)):
+                    cls = Exception
+                raise cls(str(err.get("msg", "")))
+
+            return proxy
+
+        namespace: dict[str, Any] = {"__name__": "__test__"}
+        for alias, fn_name in dict(payload.get("names") or {}).items():
+            namespace[alias] = proxy_for(fn_name)
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise _ScriptTimeout
+
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
+        start = time.monotonic()
+        try:
+            exec(compile(payload["script"], "<test>", "exec"), namespace)
+            result: dict[str, Any] = {"ok": True}
+        except _ScriptTimeout:
+            result = (
+                dict(failure)
+                if failure
+                else {"ok": False, "error": {"type": "timeout"}, "why": "timeout"}
+            )
+            result["ok"] = False
+            if result.get("why") == "timeout":
+                self.retire(kill=True)
+        except AssertionError as e:
+            result = {
+                "ok": False,
+                "error": {"type": "AssertionError", "msg": str(e)[:500] or "assertion failed"},
+            }
+        except BaseException as e:  # noqa: BLE001
+            result = {
+                "ok": False,
+                "error": {"type": _builtin_exception_name(e), "msg": str(e)[:500]},
+            }
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        result["wall_s"] = round(time.monotonic() - start, 6)
+        result.pop("value", None)
+        return result
+
+    def run_stdio_tests(self, tests: list[dict[str, Any]], first: int) -> bool:
+        for offset, payload in enumerate(tests):
+            i = first + offset
+            if time.monotonic() >= self.budget_end:
+                self.test_record(i, ok=False, error={"type": "budget"}, why="budget")
+                continue
+            fields = self.run_program(payload.get("input", ""))
+            if fields.get("why") == "compile":
+                return False
+            self.test_record(i, **fields)
+        return True
+
+    def run_program(self, stdin_text: str) -> dict[str, Any]:
+        """One fresh process per test: the Python program in a fork of this warm interpreter,
+        or the compiled binary."""
+        job = self.job
+        data = stdin_text.encode("utf-8", "surrogatepass")
+        memfd = os.memfd_create("stdin", 0)
+        _write_all(memfd, data)
+        os.lseek(memfd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        st_r, st_w = os.pipe()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+                    signal.signal(sig, signal.SIG_DFL)
+                import fcntl
+
+                s = fcntl.fcntl(st_w, fcntl.F_DUPFD, 100)
+                os.dup2(memfd, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(s, 3)
+                os.closerange(4, 1 << 16)
+                _limit_memory(job, native=bool(job.get("argv")))
+                if job.get("argv"):
+                    try:
+                        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+                        want = 256 << 20
+                        if hard == resource.RLIM_INFINITY or hard >= want:
+                            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+                    except (ValueError, OSError):
+                        pass
+                    os.set_inheritable(3, False)
+                    os.execv(job["argv"][0], job["argv"])
+                _run_python_program(job["source"])
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(127)
+        for fd in (out_w, err_w, st_w, memfd):
+            os.close(fd)
+        out, err = bytearray(), _Tail()
+        status = b""
+        open_fds = {out_r, err_r, st_r}
+        for fd in open_fds:
+            os.set_blocking(fd, False)
+        deadline = min(start + self.timeout, self.budget_end)
+        why = None
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timeout"
+                break
+            try:
+                readable, _, _ = select.select(list(open_fds), [], [], left)
+            except InterruptedError:
+                continue
+            for fd in readable:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    open_fds.discard(fd)
+                elif fd == out_r:
+                    out += chunk
+                elif fd == err_r:
+                    err.add(chunk)
+                else:
+                    status += chunk
+            if len(out) + err.total > self.output_cap:
+                why = "output"
+                break
+        reaped = _reap(pid, kill=why is not None or bool(open_fds))
+        wall = time.monotonic() - start
+        for fd in (out_r, err_r, st_r):
+            os.close(fd)
+        self.account(reaped)
+        if status.startswith(b"C"):
+            self.compile_failed = True
+            self.ch.emit("compile", ok=False, error=status[1:].decode("utf-8", "replace")[-TAIL:])
+            return {"why": "compile"}
+        fields: dict[str, Any] = {
+            "stdout": bytes(out[: self.output_cap]).decode("utf-8", "replace"),
+            "wall_s": round(wall, 6),
+            "cpu_s": round(reaped.cpu, 6),
+            "mem_mb": _mb(reaped.maxrss_kb),
+        }
+        if self.phase == "visible":
+            fields["stderr"] = err.text()
+        if why == "timeout":
+            return {**fields, "ok": False, "error": {"type": "timeout"}, "why": "timeout"}
+        if why == "output":
+            return {**fields, "ok": False, "error": {"type": "output limit"}, "why": "output"}
+        st = reaped.status
+        if st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0:
+            return {**fields, "ok": True}
+        return {**fields, "ok": False, "error": {"type": "exited", "msg": f"the program {reaped.describe()}"},
+                "why": "exited"}  # fmt: skip
+
+    def compile_native(self) -> bool:
+        job = self.job
+        argv = job.get("compile_argv")
+        if not argv:
+            return True
+        import subprocess
+
+        try:
+            proc = subprocess.run(
+                argv, cwd=os.path.dirname(job["source"]) or ".", stdin=subprocess.DEVNULL,
+                capture_output=True, timeout=float(job.get("compile_timeout_s", 30)),
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            self.ch.emit("compile", ok=False, error="compilation timed out")
+            return False
+        except OSError as e:
+            self.ch.emit("compile", ok=False, error=f"cannot run the compiler: {e}")
+            return False
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        if proc.returncode != 0:
+            self.ch.emit("compile", ok=False, error=text[-TAIL:] or f"exit code {proc.returncode}")
+            return False
+        return True
+
+    # -- the whole job ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        job = self.job
+        stdio = job["mode"] == "stdio"
+        visible = job["visible"]
+        if stdio and not self.compile_native():
+            return
+        self.budget_end = time.monotonic() + float(job["budget_s"])  # compiling is not testing
+        if not stdio:
+            problem = self.ensure_worker()  # compile, static facts and import, before any test
+            if problem == "compile":
+                return
+            if problem is not None:
+                error = self.import_error or {"type": "timeout" if "timeout" in problem else "exited",
+                                              "msg": problem}  # fmt: skip
+                self.ch.emit("import", ok=False, error=error)
+                return
+        run = self.run_stdio_tests if stdio else self.run_call_tests
+        if not run(visible, 0):
+            return
+        self.end_phase()
+        self.phase = "hidden"
+        hidden = _read_part(0)["hidden"]
+        os.close(0)
+        if hidden and not run(hidden, len(visible)):
+            return
+        self.end_phase()
+
+    def close(self) -> None:
+        self.retire(kill=False)
+        self.ch.emit("usage", cpu_s=round(self.cpu, 6), peak_mb=_mb(self.maxrss_kb))
+
+
+def _run_python_program(path: str) -> None:
+    """In a fresh fork: run the candidate's program as ``python solution.py`` would."""
+    _setup_stdio()
+    sys.argv = [path]
+    try:
+        _, code = _compile_candidate(path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+        detail = "".join(traceback.format_exception_only(type(e), e))
+        _write_all(3, b"C" + detail.encode("utf-8", "replace"))
+        os._exit(1)
+    os.close(3)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    sys.modules["__main__"] = main
+    exit_code = 0
+    try:
+        exec(code, main.__dict__)
+    except SystemExit as e:
+        if e.code is None:
+            exit_code = 0
+        elif isinstance(e.code, int):
+            exit_code = e.code & 0xFF
+        else:
+            print(e.code, file=sys.stderr)
+            exit_code = 1
+    except BaseException as e:  # noqa: BLE001
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
+        exit_code = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()  # type: ignore[attr-defined]
+    except BaseException:  # noqa: BLE001
+        pass
+    _flush()
+    os._exit(exit_code)
+
+
+def run_special_judge(job: dict[str, Any], ch: Channel) -> None:
+    """Mode ``judge``: call the task's ``judge(...)`` on each item (no candidate code here)."""
+    namespace: dict[str, Any] = {"__name__": "__judge__"}
+    try:
+        exec(compile(job["judge"], "<judge>", "exec"), namespace)
+        judge = namespace["judge"]
+    except BaseException as e:  # noqa: BLE001
+        ch.emit("judge_error", error=f"{type(e).__name__}: {e}"[:2000])
+        return
+    kind = job["kind"]
+    for item in job["items"]:
+        try:
+            if kind == "call":
+                verdict = judge(
+                    decode(item["args"]), decode(item["value"]), decode(item["expected"])
+                )
+            else:
+                verdict = judge(item["input"], item["output"], item["expected"])
+            ch.emit("verdict", i=item["i"], ok=bool(verdict))
+        except BaseException as e:  # noqa: BLE001
+            ch.emit("verdict", i=item["i"], ok=False, error=f"{type(e).__name__}: {e}"[:500])
+
+
+def main() -> None:
+    _nondumpable()
+    job = _read_part(0)
+    ch = Channel(str(job["nonce"]))
+    if job["mode"] == "judge":
+        ch.emit("start", mode="judge")
+        run_special_judge(job, ch)
+        ch.emit("end")
+        os._exit(0)
+    ch.emit("start", mode=job["mode"], visible=len(job["visible"]))
+    judge = Judge(job, ch)
+    try:
+        judge.run()
+    finally:
+        judge.close()
+    ch.emit("end")
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
