@@ -17,7 +17,7 @@ from llmgym.rewards import RewardResult
 from llmgym.tasks import ProceduralSource, Subtask, Task
 
 SEQUENTIAL_INSTRUCTION = "Answer the questions below one at a time; put each answer in \\boxed{}."
-SHOW_WORK = "Show your work, writing each intermediate result as an equation (for example $3 \\times 4 = 12$)."
+SHOW_WORK = "Show your work, writing each intermediate result as an equation (for example $a \\times b = c$)."
 _FACTOR = re.compile(r"-?\d*x?(?:\([^()]*\)(?:\^\{?\d+\}?)?){2,}|-?\d*x?\([^()]*\)\^\{?\d+\}?")
 
 
@@ -191,7 +191,10 @@ class MathEnv(LLMEnv):
         solution = task.metadata.get("solution")
         if isinstance(solution, str) and solution:
             return solution
-        return f"The answer is $\\boxed{{{task.answer}}}$."
+        answer = task.answer
+        if isinstance(answer, (list, tuple)) and answer:
+            answer = answer[0]  # several acceptable golds: any one will do
+        return f"The answer is $\\boxed{{{answer}}}$."
 
     def oracle_subtask(self, task: Task, subtask: Subtask) -> str:
         if self.subtask_mode == "sequential":
@@ -237,7 +240,11 @@ class MathEnv(LLMEnv):
             components["process"] = self.process_reward * credit
             score += self.process_reward * credit
         if self.reward_model is not None:
-            value = _unit(self.reward_model(self.render_prompt(task), content))
+            try:
+                value = _unit(self.reward_model(self.render_prompt(task), content))
+            except Exception as e:  # a reward-model failure must not end a training run
+                value = 0.0
+                feedback += f" (reward model error: {type(e).__name__}: {str(e)[:200]})"
             components["reward_model"] = self.reward_model_weight * value
             score += self.reward_model_weight * value
         for secret in self.secrets(task):

@@ -95,7 +95,9 @@ def travel(rng: random.Random, d: float) -> Task:
             after=(),
         ),
     ]
-    statement = f"{name} {vehicle} for {decimal(t1)} hours at {v1} km/h, then for {decimal(t2)} hours at {v2} km/h."
+    statement = (
+        f"{name} {vehicle} for {_hours(t1)} at {v1} km/h, then for {_hours(t2)} at {v2} km/h."
+    )
     if d < 0.5:
         return build(
             statement,
@@ -122,6 +124,10 @@ def travel(rng: random.Random, d: float) -> Task:
         final_work=f"\\frac{{{decimal(d1 + d2)}}}{{{decimal(t1 + t2)}}}",
         fmt="Give an exact value (a fraction if needed).",
     )
+
+
+def _hours(t: Fraction) -> str:
+    return f"{decimal(t)} hour{'' if t == 1 else 's'}"
 
 
 @reg.family(

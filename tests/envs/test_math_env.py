@@ -180,6 +180,27 @@ def test_process_reward_credits_shown_work_and_resists_listing():
     assert reward == 1.5
 
 
+def test_a_failing_reward_model_scores_zero_and_says_why():
+    def broken(prompt, response):
+        raise RuntimeError("CUDA out of memory")
+
+    env = gym.make("llm/Math-v0", family="arith.add_small", reward_model=broken)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(env.unwrapped.oracle_action())
+    assert reward == 1.0 and info["reward_components"]["reward_model"] == 0.0
+    assert "CUDA out of memory" in info["feedback"]
+
+
+def test_several_acceptable_golds_from_jsonl():
+    env = gym.make(
+        "llm/Math-v0", tasks=[{"question": "Name a root of x^2 = 4.", "answer": ["2", "-2"]}]
+    )
+    env.reset(seed=0)
+    assert env.step(env.unwrapped.oracle_action())[1] == 1.0
+    env.reset(seed=0)
+    assert env.step("\\boxed{-2}")[1] == 1.0
+
+
 def test_single_step_tasks_get_outcome_as_process_credit():
     env = gym.make("llm/Math-v0", process_reward=0.5, family="arith.add_small")
     env.reset(seed=0)
