@@ -12,8 +12,9 @@ milestones it depends on. What it does not reward, by construction:
 - wrong arithmetic: an equation whose two sides are plain arithmetic and differ
   (``3 \\times 4 = 13``, and every link but one of a sprayed chain ``= 1 = 2 = 3``) scales the
   credit by the fraction of checkable equations that hold;
-- listing candidates: beyond ``3 * milestones + 8`` distinct right-hand sides the credit
-  shrinks in proportion, so a response that enumerates values earns next to nothing;
+- listing candidates: beyond ``A = 3 * milestones + 8`` distinct right-hand sides ``D`` the
+  credit is multiplied by ``(A / D)^2``, so a response that enumerates values earns next to
+  nothing (60 values against 3 milestones keep 8%);
 - a wrong final answer caps the credit at :data:`WRONG_ANSWER_CAP`.
 
 Tasks without milestones get the outcome (1 when the final answer is right, else 0). The score
@@ -463,7 +464,7 @@ def check_steps(
     distinct = len({e.rhs_value if e.rhs_value is not None else e.rhs for e in equations})
     allowance = 3 * len(milestones) + 8
     if distinct > allowance:
-        score *= allowance / distinct
+        score *= (allowance / distinct) ** 2
         notes.append(f"{distinct} different results stated (more than {allowance})")
     if final_correct is False and score > WRONG_ANSWER_CAP:
         score = WRONG_ANSWER_CAP

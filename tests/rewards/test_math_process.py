@@ -117,6 +117,9 @@ def test_listing_many_values_earns_almost_nothing():
     listing = "\n".join(f"v_{i} = {i}" for i in range(1, 201)) + "\n\\boxed{60}"
     check = check_steps(listing, [Milestone("s1", "12"), Milestone("s2", "17")], final_correct=True)
     assert check.score < 0.1
+    ordered = "\n".join(f"a_{i} = {i}" for i in range(1, 61)) + "\n\\boxed{60}"
+    check = check_steps(ordered, CHAIN, final_correct=True)
+    assert check.matched == ("s1", "s2", "s3") and check.score < 0.1  # all found, all diluted
     chain = "= " + " = ".join(str(i) for i in range(1, 80)) + " \\boxed{60}"
     assert check_steps(chain, CHAIN, final_correct=True).score == 0.0
     flood = "x = 1\n" * (MAX_EQUATIONS + 5)
