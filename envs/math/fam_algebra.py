@@ -127,7 +127,7 @@ def system(rng: random.Random, d: float) -> Task:
     sol = [rng.randint(-up_to(d, 9, 30), up_to(d, 9, 30)) for _ in range(n)]
     while True:
         rows = [[rng.randint(-hi, hi) for _ in range(n)] for _ in range(n)]
-        if _det(rows) != 0 and all(any(r) for r in rows):
+        if det(rows) != 0 and all(any(r) for r in rows):
             break
     lines = []
     for row in rows:
@@ -156,11 +156,12 @@ def _term(c: int, var: str, *, first: bool) -> str:
     return f" {'-' if c < 0 else '+'} {body}"
 
 
-def _det(m: list[list[int]]) -> int:
+def det(m: list[list[int]]) -> int:
+    """The determinant of a square integer matrix (cofactor expansion; for 2x2 and 3x3)."""
     if len(m) == 2:
         return m[0][0] * m[1][1] - m[0][1] * m[1][0]
     return sum(
-        (-1) ** j * m[0][j] * _det([row[:j] + row[j + 1 :] for row in m[1:]]) for j in range(len(m))
+        (-1) ** j * m[0][j] * det([row[:j] + row[j + 1 :] for row in m[1:]]) for j in range(len(m))
     )
 
 

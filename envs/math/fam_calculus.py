@@ -21,7 +21,7 @@ from llmgym.envs.math.common import (
     tex,
     up_to,
 )
-from llmgym.envs.math.fam_algebra import poly_eval, poly_mul
+from llmgym.envs.math.fam_algebra import det, poly_eval, poly_mul
 from llmgym.tasks import Task
 
 reg = Registry()
@@ -90,10 +90,6 @@ def _minor(m: Sequence[Sequence[int]], j: int) -> list[list[int]]:
     return [list(row[:j]) + list(row[j + 1 :]) for row in m[1:]]
 
 
-def _det2(m: Sequence[Sequence[int | Fraction]]) -> int | Fraction:
-    return m[0][0] * m[1][1] - m[0][1] * m[1][0]
-
-
 @reg.family(
     "matrix.det",
     "a 2x2 or 3x3 determinant; the first-row minors of a 3x3 are subtasks",
@@ -103,9 +99,9 @@ def determinant(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
     if d < 0.4:
         m = [[rng.randint(-hi, hi) for _ in range(2)] for _ in range(2)]
-        return build("", f"What is the determinant of ${matrix(m)}$?", str(_det2(m)))
+        return build("", f"What is the determinant of ${matrix(m)}$?", str(det(m)))
     m = [[rng.randint(-hi, hi) for _ in range(3)] for _ in range(3)]
-    minors = [_det2(_minor(m, j)) for j in range(3)]
+    minors = [det(_minor(m, j)) for j in range(3)]
     total = sum((-1) ** j * m[0][j] * minors[j] for j in range(3))
     steps = []
     for j in range(3):
@@ -148,11 +144,11 @@ def inverse(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 9)
     while True:
         m = [[rng.randint(-hi, hi) for _ in range(2)] for _ in range(2)]
-        det = _det2(m)
-        if det != 0 and (d >= 0.5 or abs(det) == 1):
+        size = det(m)
+        if size != 0 and (d >= 0.5 or abs(size) == 1):
             break
     (a, b), (c, e) = m
-    inv = [[Fraction(e, det), Fraction(-b, det)], [Fraction(-c, det), Fraction(a, det)]]
+    inv = [[Fraction(e, size), Fraction(-b, size)], [Fraction(-c, size), Fraction(a, size)]]
     return build(
         "",
         f"What is the inverse of ${matrix(m)}$?",
@@ -160,7 +156,7 @@ def inverse(rng: random.Random, d: float) -> Task:
         steps=[
             Step(
                 "What is the determinant of the matrix?",
-                str(det),
+                str(size),
                 f"{paren(a)} \\cdot {paren(e)} - {paren(b)} \\cdot {paren(c)}",
             )
         ],
