@@ -54,9 +54,22 @@ def _our_fds(prefix: str) -> list[str]:
     return out
 
 
-def _mounts() -> int:
+def _mounts() -> list[str]:
+    """Mount points that could be ours (others' Docker containers come and go meanwhile)."""
     with open("/proc/self/mountinfo") as f:
-        return len(f.readlines())
+        return [line.split()[4] for line in f if "llmgym" in line]
+
+
+def _our_containers() -> list[str]:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        found = client.containers.list(all=True, filters={"label": f"llmgym.sandbox={os.getpid()}"})
+        client.close()
+        return [c.id[:12] for c in found]
+    except Exception:  # noqa: BLE001 - no SDK or no daemon: no containers either
+        return []
 
 
 def _own_run_cgroups() -> list[str]:
@@ -121,6 +134,7 @@ def no_leftovers() -> Iterator[None]:
     ours = [p for p in leftover if b"llmgym" in p[1] or b"ray" not in p[1]]
     assert not ours, f"processes left behind: {ours}"
     assert _mounts() == mounts, "mounts left behind in the test process's namespace"
+    assert not _our_containers(), f"containers left behind: {_our_containers()}"
     assert not _own_run_cgroups(), f"cgroups left behind: {_own_run_cgroups()}"
     assert not _our_fds("/memfd:llmgym"), "payload/stdin memfds leaked"
     # Ray and the Docker SDK keep sockets of their own; pipes are ours (stdout, stderr, results).
