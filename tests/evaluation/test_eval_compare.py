@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ADD_ID, GUESS_ID, add_policy, bisect_policy
+from eval_envs import ADD_ID, GUESS_ID, add_policy, bisect_policy
 
 from llmgym import error
 from llmgym.evaluation import compare, evaluate

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from conftest import ADD_ID, GUESS_ID, add_policy, bisect_policy
+from eval_envs import ADD_ID, GUESS_ID, add_policy, bisect_policy
 
 import llmgym
 from llmgym import error

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ADD_ID, ADD_TASKS, FLAKY_ID, GUESS_ID, add_policy, bisect_policy
+from eval_envs import ADD_ID, ADD_TASKS, FLAKY_ID, GUESS_ID, add_policy, bisect_policy
 
 import llmgym
 from llmgym import error
