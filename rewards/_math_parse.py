@@ -24,6 +24,7 @@ AST nodes are plain, hashable tuples (so parses can be cached and sent to a work
 ``("list", (items))``                a bare comma list: ``1, 2``
 ``("or", (items))``                  ``x = 1 or x = 2``
 ``("setop", op, a, b)``              ``\\cup``, ``\\cap``, ``\\setminus``
+``("deg", node)``                     an angle in degrees: ``60^\\circ``
 ``("special", name)``                ``empty``, ``undefined``, ``reals``
 ``("text", words)``                  an answer in words: ``\\text{Monday}``
 ===================================  ===========================================================
@@ -610,6 +611,8 @@ def _classify_word(w: str) -> list[Token]:
         return [("fn", _FN_ALIASES.get(lw, lw))]
     if lw in _SPECIAL_WORDS:
         return [_SPECIAL_WORDS[lw]]
+    if lw in ("degree", "degrees", "deg"):
+        return [("deg", "deg")]
     if w in UNITS or lw in UNITS:
         return [("unit", lw)]
     if lw in ("dne",):
@@ -629,7 +632,7 @@ def _classify_text(content: str, depth: int) -> list[Token]:
     lc = c.lower().strip(" .,:")
     if lc in ("or", "and", "either", "or possibly", "or maybe"):
         return [("or", "or")] if lc != "and" else [("and", "and")]
-    if lc in ("undefined", "dne", "none", "infinity"):
+    if lc in ("undefined", "dne", "none", "infinity", "degree", "degrees", "deg"):
         return _classify_word(lc)
     unit = re.fullmatch(r"([A-Za-z]+)(?:\s*[/^]\s*[A-Za-z0-9]+)+", c)
     if unit and unit.group(1).lower() in UNITS:
@@ -1047,8 +1050,10 @@ class _Parser:
                 node = ("mul", (node, _num(self.next()[1])))
             elif self.at("deg"):
                 self.next()
-                if self.fn_depth > 0:  # an angle inside sin(...) is in degrees
-                    node = ("div", _mul([node, _PI]), _num(180))
+                # inside sin(...) an angle in degrees converts; an angle answer is kept as one
+                # (60 degrees is also pi/3, see _math_values)
+                in_function = self.fn_depth > 0
+                node = ("div", _mul([node, _PI]), _num(180)) if in_function else ("deg", node)
             elif self.at("op", "'"):
                 raise ParseError("primes are not supported")
             else:

@@ -110,6 +110,33 @@ def _flatten_lists(vals: list[Value]) -> list[Value]:
     return out
 
 
+def _degrees(node: Node, convert: bool) -> Node:
+    """``node`` with each ``("deg", x)`` replaced by ``x`` (the unit dropped) or, when
+    ``convert``, by ``x * pi / 180`` (the angle in radians)."""
+    if not isinstance(node, tuple) or not node or not isinstance(node[0], str):
+        return node
+    if node[0] == "deg":
+        inner = _degrees(node[1], convert)
+        return (
+            ("div", ("mul", (inner, ("const", "pi"))), ("num", Fraction(180), 0))
+            if convert
+            else inner
+        )
+    out: list[Any] = [node[0]]
+    for child in node[1:]:
+        if isinstance(child, tuple) and child and isinstance(child[0], str):
+            out.append(_degrees(child, convert))
+        elif isinstance(child, tuple) and child and isinstance(child[0], tuple):
+            out.append(tuple(_degrees(c, convert) for c in child))
+        else:
+            out.append(child)
+    return tuple(out)
+
+
+def _has_degrees(node: Node) -> bool:
+    return "'deg'" in repr(node)
+
+
 def to_value(node: Node) -> Value:
     """The comparable value of a parsed answer.
 
@@ -118,6 +145,15 @@ def to_value(node: Node) -> Value:
     ('A', 'x', ('S', ('num', Fraction(3, 1), 1)))
     """
     kind = node[0]
+    if kind == "deg" or (kind in SCALAR_KINDS and _has_degrees(node)):
+        # an angle in degrees: ("S", value with the unit dropped, value in radians)
+        plain, radians = _degrees(node, False), _degrees(node, True)
+        if _has_pm(plain):
+            return to_value(plain)
+        return ("S", plain, radians)
+    if kind in ("rel", "setop", "tuple", "set", "list", "or", "matrix") and _has_degrees(node):
+        node = _degrees(node, False)  # degrees inside structures: the unit is dropped
+        kind = node[0]
     if kind in SCALAR_KINDS:
         if kind == "pm" or _has_pm(node):
             return ("L", tuple(("S", n) for n in _expand_pm(node)))
@@ -443,7 +479,14 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
     if ka == "D" or kb == "D":
         return _dict_eq(a, b, opts)
     if ka == "S" and kb == "S":
-        return scalar_eq(a[1], b[1], opts)
+        if scalar_eq(a[1], b[1], opts):
+            return True
+        # 60^\circ vs \pi/3: an answer in degrees also equals its value in radians
+        if (len(a) == 3) != (len(b) == 3):
+            ra = a[2] if len(a) == 3 else a[1]
+            rb = b[2] if len(b) == 3 else b[1]
+            return scalar_eq(ra, rb, opts)
+        return False
     if ka == "R" or kb == "R":
         return _relation_eq(a, b, opts)
     if ka == "X" or kb == "X":

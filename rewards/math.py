@@ -28,9 +28,11 @@ Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`
 
 - **percent** is a unit: it is dropped, never scaled. ``50\\%`` equals ``50``; ``50\\%`` and
   ``0.5`` differ whichever of them is the gold (no x100 leniency).
-- **units** (``cm``, ``\\text{ meters}``, ``\\$``, ``dollars``, ``^\\circ``) are dropped and not
-  converted: ``5 cm == 5``, ``30^\\circ == 30``, ``50 mm != 5 cm``, ``30^\\circ != \\pi/6``.
-  Inside a trig function a degree sign converts: ``\\sin 30^\\circ == 1/2``.
+- **units** (``cm``, ``\\text{ meters}``, ``\\$``, ``dollars``) are dropped and not converted:
+  ``5 cm == 5``, ``50 mm != 5 cm``.
+- **degrees** mark an angle: ``30^\\circ`` equals ``30`` (the unit dropped) and ``\\pi/6`` (the
+  same angle in radians); a bare ``30`` does not equal ``\\pi/6``. Inside a trig function the
+  degree sign converts: ``\\sin 30^\\circ == 1/2``.
 - **tuples vs sets**: parentheses are ordered (``(1, 2) != (2, 1)``); braces are sets
   (``\\{1, 2\\} == \\{2, 1\\}``). A bare comma list (``1, 2``) is a list of answers, compared as
   a set, since "find all solutions" answers come in any order: ``1, 2 == 2, 1 == \\{1, 2\\}``.

@@ -121,7 +121,9 @@ SEMANTICS = [
     ("5 cm", "5", True),
     (r"5\text{ cm}", r"50\text{ mm}", False),
     (r"30^\circ", "30", True),
-    (r"30^\circ", r"\frac{\pi}{6}", False),
+    (r"30^\circ", r"\frac{\pi}{6}", True),
+    ("30", r"\frac{\pi}{6}", False),
+    (r"30 \text{ degrees}", r"30^\circ", True),
     (r"\sin 30^\circ", "0.5", True),
     # tuples are ordered, sets are not, bare lists are solution lists (unordered)
     ("(1, 2)", "(2, 1)", False),
