@@ -109,9 +109,11 @@ def check_env(
             f"seed {seed}: the oracle does not succeed ({info.get('feedback')!r})",
         )
         if len(oracle_rewards) == 1:
+            mode = base.episode.mode if base.episode else None
+            full = base.reward_range[1] if mode == "joint" else base.outcome_reward_range[1]
             _expect(
-                abs(oracle_rewards[0] - base.reward_range[1]) < 1e-6,
-                f"seed {seed}: the oracle scores {oracle_rewards[0]}, not full marks {base.reward_range[1]}",
+                abs(oracle_rewards[0] - full) < 1e-6,
+                f"seed {seed}: the oracle scores {oracle_rewards[0]}, not full marks {full}",
             )
         for garbage in GARBAGE_ACTIONS:
             ret, _, info, obs = _play(base, seed, lambda e, g=garbage: g)

@@ -211,6 +211,8 @@ class LLMEnv(gym.Env[str, str]):
         self.observation_space = Text(max_observation_length)
         self.action_space = Text(None)
         lo, hi = self.reward_range
+        self.outcome_reward_range = (lo, hi)
+        """The range of a plain (subtask-free) episode's reward, whatever the subtask mode."""
         if subtask_mode == "sequential":
             self.reward_range = (min(lo, 0.0), hi + 1.0)  # process credit of at most 1 per episode
         elif subtask_mode == "joint":

@@ -402,13 +402,16 @@ class DatasetSource(TaskSource):
         domain: str | None = None,
         name: str = "dataset",
     ) -> DatasetSource:
-        """Tasks from dict records, in llmgym's schema or through ``converter(record, index)``.
+        """Tasks from dict records, in llmgym's schema or through ``converter(record, index)``
+        (``Task`` items are taken as they are).
 
         Records in llmgym's schema without an ``id`` get ``"<name>-<index>"``.
         """
         tasks = []
         for i, record in enumerate(records):
-            if converter is not None:
+            if isinstance(record, Task):
+                task = record
+            elif converter is not None:
                 try:
                     task = converter(record, i)
                 except error.Error:

@@ -29,6 +29,7 @@ _TABLE: dict[str, str | Verifier] = {
     "json_schema": "llmgym.rewards.text:json_schema_match",
     "math": "llmgym.rewards.math:math_verifier",
     "longdoc": "llmgym.rewards.longdoc:grade_answer",
+    "math_process": "llmgym.rewards.math_process:process_verifier",
 }
 
 

@@ -326,3 +326,9 @@ def test_non_finite_rewards_are_refused():
         env.step("1")
     with pytest.raises(ValueError, match="finite"):
         RewardResult(float("inf"))
+
+
+def test_check_env_in_sequential_mode_with_tasks_lacking_subtasks():
+    env = DeclarativeEnv(tasks=[MULTISTEP, *CAPITALS], verifier="exact", subtask_mode="sequential")
+    assert env.reward_range == (0.0, 2.0) and env.outcome_reward_range == (0.0, 1.0)
+    llmgym.check_env(env, seeds=tuple(range(6)))
