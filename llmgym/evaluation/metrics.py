@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-ANOMALY_STATUSES = ("timeout", "memory_limit", "output_limit", "sandbox_error")
-"""Sandbox statuses that are the sandbox's doing (limits hit, the sandbox failing), not the program's."""
+ANOMALY_STATUSES = ("timeout", "memory_limit", "output_limit", "sandbox_error", "protocol_error")
+"""Execution statuses that are anomalies (limits hit, the sandbox or its harness failing),
+as opposed to a program that ran and gave a wrong answer or raised."""
+_CRASH_STATUSES = ("sandbox_error", "protocol_error")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -269,17 +271,26 @@ def _exec_facts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _is_crash(fact: Mapping[str, Any]) -> bool:
+    """The sandbox or harness failed, the process died of a signal that no limit sent
+    (SIGKILL and SIGXCPU are the limits'), or a test reports a ``crashed`` program."""
+    if fact["status"] in _CRASH_STATUSES:
+        return True
     sig = fact.get("signal")
-    return fact["status"] == "sandbox_error" or (
-        fact["status"] == "runtime_error" and isinstance(sig, int) and sig not in (0, 9, 24)
+    if fact["status"] == "runtime_error" and isinstance(sig, int) and sig not in (0, 9, 24):
+        return True
+    tests = fact.get("tests")
+    return isinstance(tests, list) and any(
+        isinstance(t, Mapping) and t.get("category") == "crashed" for t in tests
     )
 
 
 def exec_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Sandbox anomaly rates from the ``exec`` facts of each step (None when no step ran code).
 
-    Rates are per execution: ``timeout_rate``, ``memory_rate``, ``crash_rate`` (the sandbox
-    failing, or the program killed by a signal other than a limit's), ``output_limit_rate``;
+    ``exec`` is a dict with a ``status`` (the sandbox's ``ExecResult`` statuses, or the
+    coding env's verdicts: ``passed``, ``failed``, ``timeout``, ``memory_limit``...) or a
+    list of them. Rates are per execution: ``timeout_rate``, ``memory_rate``, ``crash_rate``
+    (see :func:`_is_crash`), ``output_limit_rate``;
     ``status_rates`` has every status seen; ``episode_anomaly_rate`` is the share of
     episodes with at least one anomaly.
     """

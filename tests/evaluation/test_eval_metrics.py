@@ -265,15 +265,21 @@ def test_exec_stats_counts_sandbox_anomalies() -> None:
         _record("c", "e", True, exec={"status": "sandbox_error"}),  # a bare dict is one fact
         _record("c", "f", True),  # no code ran
         _record("c", "g", True, exec=[{"no": "status"}, "junk"]),  # unusable facts are ignored
+        # the coding env's verdict shape: a status plus per-test categories
+        _record(
+            "c", "h", False, exec=[{"status": "runtime_error", "tests": [{"category": "crashed"}]}]
+        ),
+        _record("c", "i", True, exec=[{"status": "passed", "tests": [{"category": "passed"}]}]),
     ]
     s = exec_stats(records)
     assert s is not None
-    assert s["executions"] == 6
-    assert s["timeout_rate"] == pytest.approx(1 / 6)
-    assert s["memory_rate"] == pytest.approx(1 / 6)
-    assert s["crash_rate"] == pytest.approx(2 / 6)  # the segfault and the sandbox error
-    assert s["episode_anomaly_rate"] == pytest.approx(4 / 7)
-    assert s["status_rates"]["runtime_error"] == pytest.approx(2 / 6)
+    assert s["executions"] == 8
+    assert s["timeout_rate"] == pytest.approx(1 / 8)
+    assert s["memory_rate"] == pytest.approx(1 / 8)
+    assert s["crash_rate"] == pytest.approx(3 / 8)  # the segfault, the sandbox error, "crashed"
+    assert s["episode_anomaly_rate"] == pytest.approx(5 / 9)
+    assert s["status_rates"]["runtime_error"] == pytest.approx(3 / 8)
+    assert s["status_rates"]["passed"] == pytest.approx(1 / 8)
 
 
 def test_summarize_breaks_down_by_env_domain_family_and_difficulty() -> None:
