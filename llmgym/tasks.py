@@ -396,7 +396,7 @@ class DatasetSource(TaskSource):
     @classmethod
     def from_records(
         cls,
-        records: Iterable[Mapping[str, Any]],
+        records: Iterable[Mapping[str, Any] | Task],
         *,
         converter: Callable[[Mapping[str, Any], int], Task] | None = None,
         domain: str | None = None,
@@ -409,6 +409,7 @@ class DatasetSource(TaskSource):
         """
         tasks = []
         for i, record in enumerate(records):
+            task: Task
             if isinstance(record, Task):
                 task = record
             elif converter is not None:
