@@ -45,13 +45,7 @@ def run_llmgym(rows: list[dict[str, Any]]) -> tuple[list[bool], list[float]]:
     # not "from llmgym.rewards import math": the package's own "import math" would win
     llm_math = importlib.import_module("llmgym.rewards.math")
 
-    for fn in (
-        _math_parse.normalize,
-        _math_parse.tokenize,
-        _math_parse.parse,
-        llm_math._value,
-    ):
-        fn.cache_clear()
+    _math_parse.clear_caches()
     verdicts, times = [], []
     for row in rows:
         start = time.perf_counter()

@@ -35,8 +35,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 Node = tuple[Any, ...]
 
@@ -50,6 +51,35 @@ MAX_LITERAL_DIGITS = 4000
 
 class ParseError(ValueError):
     """The answer is not math this parser understands."""
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_CACHES: list[Any] = []
+
+
+def short_input_cache(maxsize: int = 4096, max_len: int = 1000) -> Callable[[_F], _F]:
+    """``functools.lru_cache`` for strings of at most ``max_len`` characters (the answers a
+    training run sees again and again); longer inputs are computed each time, so the cache
+    holds at most ``maxsize * max_len`` characters."""
+
+    def wrap(fn: _F) -> _F:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+        _CACHES.append(cached)
+
+        @functools.wraps(fn)
+        def call(s: str, *args: Any) -> Any:
+            return cached(s, *args) if len(s) <= max_len else fn(s, *args)
+
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+def clear_caches() -> None:
+    """Empty every parse cache (benchmarks time cold parses with it)."""
+    for cached in _CACHES:
+        cached.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,11 +268,41 @@ _SUBS: list[tuple[re.Pattern[str], Any]] = [
         (r"\*\*", "^"),
     ]
 ]
+_PLAIN_MIXED_RE = re.compile(r"(-?)(\d+) (\d+)/(\d+)")
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_NUMBER_WORDS |= {"hundred": 100, "a hundred": 100, "one hundred": 100, "a thousand": 1000}
 _TRAILING = re.compile(r"(?:[\s.;:]|\\\\|\\(?:quad|qquad)\b)+$")
 _DELIMS = [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")]
 
 
-@functools.lru_cache(maxsize=8192)
+@short_input_cache()
 def normalize(answer: str) -> str:
     """Canonical surface form of an answer string: Unicode mapped to LaTeX, spacing, sizing and
     style commands removed, degrees/percent/currency turned into unit markers, math delimiters
@@ -260,6 +320,12 @@ def normalize(answer: str) -> str:
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
     s = s.strip()
+    mixed = _PLAIN_MIXED_RE.fullmatch(s)
+    if mixed:  # 2 1/3 is two and a third
+        sign, whole, num, den = mixed.groups()
+        s = f"{sign}({whole}+{num}/{den})"
+    if s.lower() in _NUMBER_WORDS or s.lower().removeprefix("\\text{").rstrip("}") in _NUMBER_WORDS:
+        s = str(_NUMBER_WORDS[s.lower().removeprefix("\\text{").rstrip("}").strip()])
     if s.endswith("..."):  # 0.333... repeats; it is not the end of a sentence
         s = s[:-3] + r"\ldots"
     for _ in range(3):
@@ -649,7 +715,7 @@ def _classify_text(content: str, depth: int) -> list[Token]:
     return tokenize(c, depth + 1)
 
 
-@functools.lru_cache(maxsize=8192)
+@short_input_cache()
 def tokenize(s: str, depth: int = 0) -> list[Token]:
     """Split a normalised answer into tokens.
 
@@ -955,6 +1021,13 @@ class _Parser:
                 self.next()
                 factors.append(self.parse_unary())
                 divs.append(True)
+            elif self.at("op", ":") and len(factors) == 1 and self.depth <= 4:
+                # a ratio 1:2 is the fraction 1/2 (only two parts, at the top level)
+                self.next()
+                factors.append(self.parse_unary())
+                divs.append(True)
+                if self.at("op", ":"):
+                    raise ParseError("a ratio of three parts")
             elif self.at("op", "choose"):
                 self.next()
                 k = self.parse_unary()
@@ -1183,6 +1256,17 @@ class _Parser:
             if opener in ("{", "{s"):
                 return ("special", "empty")
             return ("tuple", opener, closer, ())
+        if (
+            opener in ("{", "{s")
+            and self.peek()[0] == "id"
+            and self.peek(1) in (("op", "|"), ("op", ":"))
+        ):
+            # set-builder notation {x | x > 2}: the set is what the condition describes
+            self.next()
+            self.next()
+            condition = self.parse_or()
+            self.expect("close", "}" if opener == "{" else opener)
+            return condition
         while True:
             items.append(self.parse_setop() if opener in ("(", "[") else self.parse_or())
             if self.at("comma"):
@@ -1379,7 +1463,7 @@ def _ellipsis(m: re.Match[str]) -> str:
     raise ParseError("an ellipsis without a repeating pattern")
 
 
-@functools.lru_cache(maxsize=8192)
+@short_input_cache()
 def parse(answer: str) -> Node:
     """Parse a normalised answer (see :func:`normalize`) into an AST; raise :class:`ParseError`.
 

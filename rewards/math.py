@@ -11,18 +11,21 @@ What it covers (strict by default; ``rel_tol``/``abs_tol`` make numeric comparis
 
 - numbers: integers with separators (``1,000,000``, ``1 000 000``, ``1{,}000``, ``1\\,000``),
   decimals, scientific notation (``1.5e3``, ``1.5\\times10^{3}``), fractions (``3/4``,
-  ``\\frac{3}{4}``, ``\\dfrac``, ``\\tfrac``, ``\\frac34``), mixed numbers (``2\\frac{1}{2}``),
-  repeating decimals (``0.\\overline{3}``), numbers in a base (``1010_2``), complex numbers
-  (``3+2i``), infinity. Decimals are exact: ``0.333 != 1/3``, ``3.14 != \\pi``;
+  ``\\frac{3}{4}``, ``\\dfrac``, ``\\tfrac``, ``\\frac34``), mixed numbers (``2\\frac{1}{2}``,
+  ``2 1/3``), two-part ratios (``1:2 == 1/2``), repeating decimals (``0.\\overline{3}``,
+  ``0.1666...``), numbers in a base (``1010_2``), complex numbers (``3+2i``), infinity, scale
+  and number words (``1.5 million``, ``twelve``). Decimals are exact: ``0.333 != 1/3``,
+  ``3.14 != \\pi``;
 - LaTeX and Unicode: ``\\sqrt``, ``\\sqrt[3]{}``, ``\\pi``, powers, ``\\left( \\right)``,
   ``\\cdot``, ``\\times``, spacing, ``\\text{}``/``\\mathrm{}``, ``−``, ``×``, ``÷``, ``√``,
   ``π``, ``≤``, ``≥``, ``∞``, superscripts;
 - symbolic equivalence: ``2\\sqrt{2} == \\sqrt{8}``, ``x^2-1 == (x-1)(x+1)`` (exact
   identity testing at random rational points, high-precision numerics, sympy only when those
   are inconclusive);
-- structure: ordered tuples, sets, intervals (``[1, 3) != [1, 3]``), unions, inequalities
-  (``x > 2 == (2, \\infty)``), equations, assignments, matrices, multiple-choice letters,
-  "no solution"/empty set, "undefined"/DNE, units and text around the answer.
+- structure: ordered tuples, sets (set-builder ``\\{x \\mid x > 2\\}`` too), intervals
+  (``[1, 3) != [1, 3]``), unions, inequalities (``x > 2 == (2, \\infty)``, nonlinear ones via
+  sympy), equations, assignments, matrices, multiple-choice letters, "no solution"/empty set,
+  "undefined"/DNE, units and text around the answer, answers in words (case-insensitive).
 
 Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py``):
 
@@ -55,6 +58,10 @@ Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`
   number and ``i`` the imaginary unit; ``1010`` equals ``1010_2`` (digits compared, the base
   was asked for), ``10`` does not.
 
+- ``\\sqrt{2} \\approx 1.414`` means ``\\sqrt{2}`` (the exact value is stated first); ``x \\approx
+  1.414`` is only an approximation. Matrices must have the same shape; a one-row or one-column
+  matrix equals a tuple of its entries.
+
 Limits: answers longer than 5,000 characters are only compared as normalised text; numbers
 beyond ``2^(2^40)`` and differently written are unequal unless their structures or logarithms
 (60 digits) agree; sampling-based identity testing can in principle be fooled by an
@@ -69,7 +76,6 @@ Nothing here raises on model output. Blocking calls are thread-safe; from asynci
 
 from __future__ import annotations
 
-import functools
 import math as _pymath
 import re
 import time
@@ -81,7 +87,7 @@ from llmgym.rewards import _math_eval as _ev
 from llmgym.rewards import _math_sympy as _sym
 from llmgym.rewards import _math_values as _vals
 from llmgym.rewards._math_extract import extract, find_boxes
-from llmgym.rewards._math_parse import Node, ParseError, normalize, parse
+from llmgym.rewards._math_parse import Node, ParseError, normalize, parse, short_input_cache
 
 if TYPE_CHECKING:
     from llmgym.rewards.base import RewardResult
@@ -287,7 +293,7 @@ def _text_key(s: str) -> str:
     return _TEXT_KEY_RE.sub("", s).lower().rstrip(".")
 
 
-@functools.lru_cache(maxsize=4096)
+@short_input_cache()
 def _value(normalized: str) -> tuple[Any, ...]:
     """The comparable value of a normalised answer; ``("?",)`` when it does not parse."""
     try:
