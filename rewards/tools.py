@@ -873,15 +873,24 @@ def _gold_entries(gold: Any) -> list[tuple[str, Mapping[str, Any]]] | None:
     return entries
 
 
-def _spec_index(tools: Any) -> dict[str, Mapping[str, Any]] | None:
+def _spec_index(tools: Any) -> dict[str, _Spec] | None:
     if tools is None:
         return None
-    index: dict[str, Mapping[str, Any]] = {}
+    index: dict[str, _Spec] = {}
     for spec in tools if isinstance(tools, (list, tuple)) else [tools]:
-        if isinstance(spec, Mapping):
-            name = spec_name(spec)
-            if name is not None:
-                index[name] = parameters_schema(spec)
+        if not isinstance(spec, Mapping):
+            continue
+        name = spec_name(spec)
+        if name is None:
+            continue
+        schema = parameters_schema(spec)
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        required = schema.get("required")
+        index[name] = _Spec(
+            tuple(k for k in required if isinstance(k, str)) if isinstance(required, list) else (),
+            {k: _for_type_check(v) if isinstance(v, Mapping) else None for k, v in props.items()},
+        )
     return index
 
 
@@ -929,46 +938,68 @@ def _value_matches(value: Any, gold: Any, depth: int = 0) -> bool:
     return False
 
 
+class _Fail(Exception):
+    pass
+
+
 def _check_call(
-    call: ToolCall, name: str, params: Mapping[str, Any], specs: dict[str, Mapping[str, Any]] | None
+    call: ToolCall,
+    name: str,
+    params: Mapping[str, Any],
+    specs: dict[str, _Spec] | None,
+    explain: bool = True,
 ) -> list[str]:
-    if call.error:
-        return [call.error]
-    if call.name != name:
-        return [f"called {call.name!r}, expected {name!r}"]
+    """Why ``call`` does not fit one gold entry ([] when it fits); stops at the first problem
+    unless ``explain`` (the matching pass asks yes/no, the report asks why)."""
     reasons: list[str] = []
-    schema = specs.get(name) if specs is not None else None
-    if specs is not None and schema is None:
-        return [f"{name!r} is not one of the offered functions"]
-    props: Mapping[str, Any] = {}
-    if schema is not None:
-        raw_props = schema.get("properties")
-        props = raw_props if isinstance(raw_props, Mapping) else {}
-        required = schema.get("required")
-        for key in required if isinstance(required, list) else []:
-            if key not in call.arguments:
-                reasons.append(f"{name}: missing required parameter {key!r}")
-    for key, value in call.arguments.items():
-        if key not in params or (schema is not None and key not in props):
-            reasons.append(f"{name}: unexpected parameter {key!r}")
-            continue
-        if schema is not None and isinstance(props.get(key), Mapping):
-            type_errors: list[str] = []
-            _validate(value, _for_type_check(props[key]), key, type_errors)
-            if type_errors:
-                reasons.append(f"{name}: {type_errors[0]}")
+
+    def fail(reason: str) -> None:
+        reasons.append(reason)
+        if not explain:
+            raise _Fail
+
+    try:
+        if call.error:
+            fail(call.error)
+            return reasons
+        if call.name != name:
+            fail(f"called {call.name!r}, expected {name!r}")
+            return reasons
+        spec = specs.get(name) if specs is not None else None
+        if specs is not None and spec is None:
+            fail(f"{name!r} is not one of the offered functions")
+            return reasons
+        if spec is not None:
+            for key in spec.required:
+                if key not in call.arguments:
+                    fail(f"{name}: missing required parameter {key!r}")
+        for key, value in call.arguments.items():
+            if key not in params or (spec is not None and key not in spec.types):
+                fail(f"{name}: unexpected parameter {key!r}")
                 continue
-        options = [o for o in _acceptable(params[key]) if o != ""]
-        if not any(_value_matches(value, o) for o in options):
-            reasons.append(
-                f"{name}: parameter {key!r} = {_short(value)} is not an acceptable value"
-            )
-    for key, accept in params.items():
-        if key not in call.arguments and not _optional(_acceptable(accept)):
-            reason = f"{name}: missing required parameter {key!r}"
-            if reason not in reasons:
-                reasons.append(reason)
+            if spec is not None and spec.types[key] is not None:
+                type_errors: list[str] = []
+                _validate(value, spec.types[key], key, type_errors)  # type: ignore[arg-type]
+                if type_errors:
+                    fail(f"{name}: {type_errors[0]}")
+                    continue
+            options = params[key] if isinstance(params[key], list) else [params[key]]
+            if not any(_value_matches(value, o) for o in options if o != ""):
+                fail(f"{name}: parameter {key!r} = {_short(value)} is not an acceptable value")
+        for key, accept in params.items():
+            if key not in call.arguments and not _optional(_acceptable(accept)):
+                reason = f"{name}: missing required parameter {key!r}"
+                if reason not in reasons:
+                    fail(reason)
+    except _Fail:
+        pass
     return reasons
+
+
+@dataclass(frozen=True)
+class _Spec:
+    required: tuple[str, ...]
+    types: dict[str, dict[str, Any] | None]
 
 
 def _for_type_check(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -1007,10 +1038,7 @@ def ast_match_result(calls: Any, gold: Any, tools: Any = None) -> AstMatch:
     specs = _spec_index(tools)
     if len(parsed) != len(entries):
         return AstMatch(False, (f"expected {len(entries)} call(s), got {len(parsed)}",))
-    failures: list[list[list[str]]] = [
-        [_check_call(c, n, p, specs) for n, p in entries] for c in parsed
-    ]
-    fits = [[not f for f in row] for row in failures]
+    fits = [[not _check_call(c, n, p, specs, explain=False) for n, p in entries] for c in parsed]
     match_of_gold: list[int] = [-1] * len(entries)
 
     def augment(i: int, seen: list[bool]) -> bool:  # Kuhn's augmenting path
@@ -1031,9 +1059,10 @@ def ast_match_result(calls: Any, gold: Any, tools: Any = None) -> AstMatch:
         return AstMatch(True, (), tuple(assignment))
     matched_calls = set(match_of_gold)
     reasons: list[str] = []
-    for i, row in enumerate(failures):
+    for i, call in enumerate(parsed):
         if i in matched_calls:
             continue
+        row = [_check_call(call, n, p, specs) for n, p in entries]
         same_name = [f for (n, _), f in zip(entries, row, strict=True) if n == parsed[i].name]
         best = min(same_name or row, key=len)
         reasons.extend(best or [f"call {i} ({parsed[i].name}) duplicates another call's match"])

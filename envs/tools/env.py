@@ -394,7 +394,7 @@ def _check_task(task: Task) -> None:
             isinstance(answer, Mapping)
             and {"calls", "facts", "goal"} <= set(answer)
             and all(scenario.tool(n) is not None for n in meta["tools"])
-            and all(m in scenario._MODULES for m in meta["modules"])
+            and all(scenario.module(m) is not None for m in meta["modules"])
             and isinstance(meta["db_seed"], int)
         )
     except (KeyError, TypeError):

@@ -65,6 +65,9 @@ _TOOLS: dict[str, tuple[str, Callable[..., Any]]] = {}
 
 def register_module(module: Module) -> Module:
     if module.name in _MODULES:
+        known = _MODULES[module.name]
+        if [f.__name__ for f in known.tools] == [f.__name__ for f in module.tools]:
+            return known  # the same source imported under a second name (pytest's doctest collection)
         raise ValueError(f"duplicate tool module {module.name!r}")
     for fn in module.tools:
         if fn.__name__ in _TOOLS:
@@ -135,13 +138,22 @@ def restore(image: bytes) -> sqlite3.Connection:
     return db
 
 
+_ORDERED: dict[str, str] = {}
+
+
 def state_digests(db: sqlite3.Connection, modules: Sequence[str]) -> dict[str, str]:
-    """``{"module.label": sha256}`` of each state query's rows, sorted canonically."""
+    """``{"module.label": sha256}`` of each state query's rows, sorted canonically (by SQLite,
+    on every column, so row order and generated ids that the query leaves out do not matter)."""
     out = {}
     for name in modules:
         for label, sql in module(name).state.items():
-            rows = sorted(json.dumps(list(r), default=str) for r in db.execute(sql).fetchall())
-            out[f"{name}.{label}"] = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:32]
+            ordered = _ORDERED.get(sql)
+            if ordered is None:
+                width = len(db.execute(f"SELECT * FROM ({sql}) LIMIT 0").description)
+                keys = ", ".join(str(i + 1) for i in range(width))
+                ordered = _ORDERED[sql] = f"SELECT * FROM ({sql}) ORDER BY {keys}"
+            text = repr([tuple(r) for r in db.execute(ordered).fetchall()])
+            out[f"{name}.{label}"] = hashlib.sha256(text.encode()).hexdigest()[:32]
     return out
 
 
