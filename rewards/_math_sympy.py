@@ -181,6 +181,18 @@ def get_pool() -> WorkerPool:
         return _pool
 
 
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's workers and locks are not ours (a lock may even have
+    been held by another thread at the fork); start afresh when needed."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def shutdown() -> None:
     """Kill the worker processes now (they restart on next use)."""
     global _pool

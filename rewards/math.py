@@ -132,7 +132,8 @@ def math_equal(
 ) -> bool:
     """Whether the final answer of ``response_or_answer`` (a full response or a bare answer)
     equals ``gold``. Strict unless ``rel_tol``/``abs_tol`` are given; ``timeout_s`` bounds the
-    symbolic work (sympy in a worker process) of this call.
+    symbolic work (sympy in a worker process) of this call. Few answers need sympy; the first
+    one in a process also waits, once, for a worker to start (about two seconds).
 
     >>> math_equal("1{,}000", "1000"), math_equal(r"1.5\\times10^{3}", "1500")
     (True, True)

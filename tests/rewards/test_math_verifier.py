@@ -457,6 +457,32 @@ def test_worker_processes_end_with_the_interpreter(tmp_path: Path) -> None:
     assert not any(_alive(p) for p in pids)
 
 
+def test_a_forked_child_gets_its_own_workers() -> None:
+    import os
+
+    from llmgym.rewards import _math_sympy
+
+    parent_pool = _math_sympy.get_pool()
+    assert parent_pool.call(("ping",), timeout_s=60) == "pong"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: must not reuse (or kill) the parent's workers
+        ok = False
+        try:
+            child_pool = _math_sympy.get_pool()
+            ok = child_pool is not parent_pool and child_pool.call(("ping",), 60) == "pong"
+            _math_sympy.shutdown()
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(write)
+    verdict = os.read(read, 1)
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert verdict == b"1"
+    assert parent_pool.call(("ping",), timeout_s=60) == "pong"  # the parent's workers live on
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
