@@ -47,6 +47,7 @@ _MARKER_LEAD_RE = re.compile(
 _SENTENCE_END_RE = re.compile(
     r"(?<!\d)\.(?!\d)|\.(?=\s|$)|\s(?:because|since|which|as|so|where|when|but|for|given)\s|[!?]"
 )
+_SENTENCE_SPLIT_RE = re.compile(r"(?<!\d)\.(?!\d)|\.(?=\s)|[!?;]")
 _LAST_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\.\.\.|…)?")
 _THINK_END = "</think>"
 
@@ -301,9 +302,10 @@ def _parses(candidate: str) -> bool:
     return node[0] != "text" or len(candidate) <= 40
 
 
-def _trim_prose(s: str) -> str | None:
+def _trim_prose(s: str, from_start: bool = True) -> str | None:
     """A math answer from a line of prose after an answer marker: cut at the end of the
-    sentence, then drop trailing words until what is left parses."""
+    sentence, then drop trailing words until what is left parses. Unless ``from_start``, the
+    answer must follow a verb or "=" ("... is 12 units", "(x, y) = (4, -1)")."""
     s = _strip_markdown(s)
     m = _SENTENCE_END_RE.search(s)
     if m:
@@ -311,7 +313,9 @@ def _trim_prose(s: str) -> str | None:
     s = s.strip(" ,;:")
     words = s.split()[:40]
     # "The perimeter is 12 units": the answer may start after a verb, and end before prose
-    starts = [0] + [i + 1 for i, w in enumerate(words) if w.lower() in _ANSWER_VERBS]
+    starts = [i + 1 for i, w in enumerate(words) if w.lower() in _ANSWER_VERBS]
+    if from_start:
+        starts.insert(0, 0)
     for start in starts:
         for cut in range(len(words), max(start, len(words) - 8), -1):
             candidate = " ".join(words[start:cut])
@@ -387,6 +391,13 @@ def _fallback(text: str) -> str | None:
     segs = _math_segments(last)
     if segs:
         return segs[-1][2]
+    # the last sentence, if it ends in an answer: "Therefore, (x, y) = (4, -1)."
+    last = last.replace("...", "\u2026")  # 0.1666... repeats; it ends no sentence
+    sentences = [p for p in _SENTENCE_SPLIT_RE.split(last) if p.strip()]
+    if sentences:
+        stated = _trim_prose(sentences[-1], from_start=False)
+        if stated is not None:
+            return stated
     numbers = _LAST_NUMBER_RE.findall(last)
     return numbers[-1] if numbers else None
 
