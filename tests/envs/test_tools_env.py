@@ -7,6 +7,8 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import llmgym
 from llmgym import error
@@ -408,3 +410,49 @@ def test_ten_megabyte_answers_are_fast() -> None:
         start = time.perf_counter()
         env.step(text)
         assert time.perf_counter() - start < 1.0
+
+
+_OPENAI_ENV = ToolCallingEnv(call_format="openai")
+_wild = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats()
+    | st.text(max_size=30)
+    | st.just("\ud800")
+    | st.just("\x00"),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(FAMILY_NAMES),
+    st.lists(
+        st.tuples(st.text(max_size=20), st.dictionaries(st.text(max_size=10), _wild, max_size=4)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.data(),
+)
+def test_fuzzed_openai_calls_never_crash(
+    family: str, raw: list[tuple[str, dict[str, Any]]], data: Any
+) -> None:
+    env = _OPENAI_ENV
+    _, info = env.reset(seed=0, options={"family": family, "difficulty": 1.0})
+    real = [t["function"]["name"] for t in info["tools"]]
+    calls = []
+    for i, (name, args) in enumerate(raw):
+        if data.draw(st.booleans()):
+            name = data.draw(st.sampled_from(real))
+        arguments: Any = args if data.draw(st.booleans()) else json.dumps(args, default=str)
+        calls.append(
+            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
+    obs, reward, terminated, truncated, info = env.step({"content": "", "tool_calls": calls})
+    assert isinstance(obs, str) and reward == 0.0
+    _, reward, *_ = env.step("done")
+    assert -0.5 <= reward <= 1.0

@@ -1,0 +1,195 @@
+"""The scenario back ends on their own: policy rules, tool refusals, the calculator, determinism."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmgym.envs.tools import scenario
+from llmgym.envs.tools.calc import arithmetic
+from llmgym.envs.tools.families import FAMILIES  # noqa: F401  (registers every module)
+from llmgym.rewards.tools import validate_arguments
+
+
+def db_for(module: str) -> Any:
+    return scenario.seeded_db([module], 123)
+
+
+def broken(module: str, tool: str, args: dict[str, Any], db: Any = None) -> list[str]:
+    db = db if db is not None else db_for(module)
+    return scenario.violations(db, scenario.module(module).rules, tool, args)
+
+
+def test_every_module_has_tools_with_valid_specs_and_state_queries() -> None:
+    names = [
+        "hr",
+        "orders",
+        "scheduling",
+        "tickets",
+        "banking",
+        "travel",
+        "crm",
+        "expenses",
+        "library",
+        "warehouse",
+        "files",
+        "calc",
+        "kb",
+    ]
+    for name in names:
+        mod = scenario.module(name)
+        db = db_for(name)
+        assert mod.state and scenario.state_digests(db, [name])
+        for fn in mod.tools:
+            spec = scenario.tool_spec(fn.__name__)["function"]
+            assert spec["description"], fn.__name__
+            for prop, schema in spec["parameters"]["properties"].items():
+                assert "type" in schema and schema.get("description"), (fn.__name__, prop)
+
+
+def test_same_seed_same_database_and_different_seed_differs() -> None:
+    a = scenario.state_digests(scenario.seeded_db(["hr", "banking"], 7), ["hr", "banking"])
+    b = scenario.state_digests(scenario.seeded_db(["hr", "banking"], 7), ["hr", "banking"])
+    c = scenario.state_digests(scenario.seeded_db(["hr", "banking"], 8), ["hr", "banking"])
+    assert a == b and a != c
+
+
+def test_rules_flag_the_forbidden_call_and_pass_the_allowed_one() -> None:
+    db = db_for("hr")
+    leave = db.execute("SELECT emp_id FROM employees WHERE status = 'on_leave'").fetchone()[0]
+    active = db.execute("SELECT emp_id FROM employees WHERE status = 'active'").fetchone()[0]
+    assert broken("hr", "update_salary", {"emp_id": leave, "new_salary": 90000}, db)
+    assert not broken("hr", "update_salary", {"emp_id": active, "new_salary": 90000}, db)
+
+    assert broken(
+        "banking", "transfer", {"from_account": "ACC-1", "to_account": "ACC-2", "amount": 1000.01}
+    )
+    assert not broken(
+        "banking", "transfer", {"from_account": "ACC-1", "to_account": "ACC-2", "amount": 1000}
+    )
+
+    db = db_for("orders")
+    shipped = db.execute("SELECT order_id FROM orders WHERE status = 'shipped'").fetchone()[0]
+    placed = db.execute("SELECT order_id FROM orders WHERE status = 'placed'").fetchone()[0]
+    assert broken("orders", "cancel_order", {"order_id": shipped}, db)
+    assert not broken("orders", "cancel_order", {"order_id": placed}, db)
+
+    db = db_for("tickets")
+    urgent = db.execute("SELECT ticket_id FROM tickets WHERE priority = 'urgent'").fetchone()[0]
+    assert broken("tickets", "assign_ticket", {"ticket_id": urgent, "agent_id": 5}, db)  # a junior
+    assert not broken("tickets", "assign_ticket", {"ticket_id": urgent, "agent_id": 1}, db)
+
+    db = db_for("crm")
+    out = db.execute("SELECT contact_id FROM contacts WHERE opted_out = 1").fetchone()[0]
+    ok = db.execute("SELECT contact_id FROM contacts WHERE opted_out = 0").fetchone()[0]
+    assert broken("crm", "send_email", {"contact_id": out, "template": "intro"}, db)
+    assert not broken("crm", "send_email", {"contact_id": ok, "template": "intro"}, db)
+
+    db = db_for("travel")
+    dear = db.execute("SELECT flight_id FROM flights WHERE price_cents > 60000").fetchone()[0]
+    cheap = db.execute("SELECT flight_id FROM flights WHERE price_cents <= 60000").fetchone()[0]
+    assert broken("travel", "book_flight", {"flight_id": dear, "traveler": "A"}, db)
+    assert not broken("travel", "book_flight", {"flight_id": cheap, "traveler": "A"}, db)
+
+    db = db_for("library")
+    fined = db.execute("SELECT member_id FROM members WHERE fines_cents > 0").fetchone()[0]
+    assert broken("library", "checkout", {"book_id": 1, "member_id": fined}, db)
+
+    db = db_for("warehouse")
+    full = db.execute("SELECT bin_id, capacity FROM bins").fetchone()
+    assert broken(
+        "warehouse",
+        "move_stock",
+        {"sku": "P-200", "from_bin": "A-02", "to_bin": full[0], "quantity": full[1] + 1},
+        db,
+    )
+
+    for args in ({"path": "/system/config/app.conf"}, {"path": "/system/../system/x"}):
+        assert broken("files", "delete", args)
+    assert broken("files", "move", {"source": "/home/x", "destination": "/system"})
+    assert not broken("files", "delete", {"path": "/systemic/x"})
+    assert not broken("files", "read_file", {"path": "/system/config/app.conf"})
+
+    db = db_for("expenses")
+    alcohol = db.execute(
+        "SELECT expense_id FROM expenses WHERE category = 'alcohol' AND status = 'pending'"
+    ).fetchone()
+    assert broken("expenses", "approve_expense", {"expense_id": alcohol[0]}, db)
+
+    db = db_for("scheduling")
+    late = {
+        "title": "x",
+        "day": "2024-03-18",
+        "start": "17:00",
+        "end": "17:30",
+        "room_id": "R1",
+        "attendee_ids": [1],
+    }
+    assert broken("scheduling", "create_event", late, db)
+
+
+def test_tools_refuse_bad_requests_and_leave_the_database_untouched() -> None:
+    db = db_for("banking")
+    before = scenario.state_digests(db, ["banking"])
+    acc = db.execute(
+        "SELECT account_id, balance_cents FROM accounts WHERE kind = 'checking'"
+    ).fetchone()
+    for args in (
+        {"from_account": acc[0], "to_account": "ACC-9000", "amount": acc[1] / 100 + 1},  # overdraft
+        {"from_account": acc[0], "to_account": "ACC-9000", "amount": 0.001},
+        {"from_account": acc[0], "to_account": acc[0], "amount": 1},
+        {"from_account": "nope", "to_account": "ACC-9000", "amount": 1},
+    ):
+        with pytest.raises(scenario.ToolError):
+            scenario.execute(db, "transfer", args)
+    assert scenario.state_digests(db, ["banking"]) == before
+
+    db = db_for("orders")
+    with pytest.raises(scenario.ToolError, match="in stock"):
+        scenario.execute(
+            db, "place_order", {"customer_id": 1, "items": [{"sku": "SKU-101", "quantity": 10_000}]}
+        )
+    db = db_for("files")
+    with pytest.raises(scenario.ToolError, match="absolute"):
+        scenario.execute(db, "list_dir", {"path": "home"})
+    with pytest.raises(scenario.ToolError, match="not empty"):
+        scenario.execute(db, "delete", {"path": "/home"})
+    assert validate_arguments(
+        scenario.tool_spec("place_order"), {"customer_id": 1, "items": [{"sku": "x"}]}
+    ) == ["missing required argument 'items[0].quantity'"]
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [("1 + 2 * 3", 7.0), ("(2 + 3) / 4", 1.25), ("-2 ** 2", -4.0), ("7 % 4", 3.0)],
+)
+def test_calculator(expr: str, value: float) -> None:
+    assert arithmetic(expr) == value
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "__import__('os')",
+        "x + 1",
+        "9 ** 9 ** 9",
+        "1 / 0",
+        "(" * 300 + "1" + ")" * 300,
+        "1" * 600,
+        "[1, 2]",
+        "'a' * 3",
+    ],
+)
+def test_calculator_refuses(expr: str) -> None:
+    with pytest.raises(scenario.ToolError):
+        arithmetic(expr)
+
+
+def test_like_escapes_wildcards() -> None:
+    db = db_for("hr")
+    from llmgym.envs.tools.hr import search_employees
+
+    assert search_employees(db, name="%") == []
+    assert search_employees(db, name="_") == []
+    assert len(search_employees(db, name="")) == 10
