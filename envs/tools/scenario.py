@@ -66,8 +66,9 @@ _TOOLS: dict[str, tuple[str, Callable[..., Any]]] = {}
 def register_module(module: Module) -> Module:
     if module.name in _MODULES:
         known = _MODULES[module.name]
+        # The same source imported under a second name (pytest's doctest collection) is no clash.
         if [f.__name__ for f in known.tools] == [f.__name__ for f in module.tools]:
-            return known  # the same source imported under a second name (pytest's doctest collection)
+            return known
         raise ValueError(f"duplicate tool module {module.name!r}")
     for fn in module.tools:
         if fn.__name__ in _TOOLS:
