@@ -294,7 +294,7 @@ def _dedupe(p: Planner) -> str:
         extra = ""
     p.fact(keep["ticket_id"])
     return (
-        f"{g['customer']} opened several tickets that are really one problem. Keep their oldest open ticket "
+        f"{g['customer']} opened several tickets that are really one problem. Keep their oldest open ticket (ties: lowest ticket number) "
         f"and close every other open ticket of theirs with resolution 'duplicate'.{extra} Tell me the number of "
         "the ticket you kept."
     )

@@ -160,7 +160,6 @@ def _consolidate(p: Planner) -> str:
             options.append((sku, spots))
     sku, spots = p.rng.choice(options)
     spots = spots[: 2 + round(p.difficulty * 2)]
-    total = sum(s["qty"] for s in spots)
     zone = p.rng.choice(ZONES)
     bins = p.q("SELECT bin_id, capacity FROM bins WHERE zone = ? ORDER BY bin_id", (zone,))
     target = max(
@@ -191,7 +190,7 @@ def _consolidate(p: Planner) -> str:
         f"Consolidate {sku}: move its units from bins {listed} into the bin of zone {zone} with the most free "
         f"space (ties: lowest bin id), taking sources in the order listed and moving as many units as fit "
         f"(skip a source once the target is full; a source that is the target stays). Tell me how many units "
-        f"you moved. ({total} units are in those bins now.)"
+        "you moved."
     )
 
 

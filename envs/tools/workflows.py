@@ -81,12 +81,14 @@ def _onboarding(p: Planner) -> str:
     if p.difficulty >= 0.4:
         manager = one(
             p.db,
-            "SELECT e.first_name || ' ' || e.last_name AS name FROM departments d "
+            "SELECT e.emp_id, e.first_name || ' ' || e.last_name AS name FROM departments d "
             "JOIN employees e ON e.emp_id = d.manager_id WHERE d.dept_id = ?",
             (dept_id,),
         )
         assert manager is not None
-        p.call("get_employee", emp_id=hire["emp_id"])
+        record = p.call("get_employee", emp_id=hire["emp_id"])
+        assert record["manager_id"] == manager["emp_id"]
+        p.call("get_employee", emp_id=manager["emp_id"])
         day = p.rng.choice(scheduling.DAYS)
         slot = scheduling.plan_meeting(p, [manager["name"]], f"Onboarding: {first} {last}", day, 30)
         assert slot is not None
