@@ -92,7 +92,9 @@ def test_verifier_scores_100_percent_on_the_corpus(strict_errors: None) -> None:
     for r in ROWS:
         if r["id"] in KNOWN_FAILURES:
             continue
-        got = math_equal(r["response"], r["gold"])
+        # a generous timeout: this test is about verdicts (benchmarks/ measures speed), and a
+        # loaded CI machine must not turn a slow sympy call into a wrong one
+        got = math_equal(r["response"], r["gold"], timeout_s=30)
         if got is not r["equal"]:
             wrong.append(
                 f"{r['id']} [{r['category']}] expected {r['equal']}: gold={r['gold'][:60]!r}"
@@ -396,9 +398,9 @@ def test_worker_timeout_is_real_and_the_pool_recovers() -> None:
 
 def test_sympy_fallback_is_used_and_bounded() -> None:
     # nonlinear inequalities are solved by sympy in the worker
-    assert math_equal(r"x^2 < 4", "(-2, 2)")
-    assert not math_equal(r"x^2 < 4", "(-2, 2]")
-    assert math_equal(r"|x| \ge 2", r"(-\infty,-2]\cup[2,\infty)")
+    assert math_equal(r"x^2 < 4", "(-2, 2)", timeout_s=30)
+    assert not math_equal(r"x^2 < 4", "(-2, 2]", timeout_s=30)
+    assert math_equal(r"|x| \ge 2", r"(-\infty,-2]\cup[2,\infty)", timeout_s=30)
     start = time.monotonic()
     assert not math_equal(r"x^2 < 4", "(-2, 2)", timeout_s=0.0)  # no budget: no verdict
     assert time.monotonic() - start < 1.0
