@@ -929,7 +929,7 @@ def _value_matches(value: Any, gold: Any, depth: int = 0) -> bool:
             return False
         for key, accept in gold.items():
             options = _acceptable(accept)
-            if key not in value:
+            if key not in value or (value[key] == "" and _optional(options)):
                 if not _optional(options):
                     return False
             elif not any(_value_matches(value[key], o, depth + 1) for o in options if o != ""):
@@ -984,6 +984,8 @@ def _check_call(
                     fail(f"{name}: {type_errors[0]}")
                     continue
             options = params[key] if isinstance(params[key], list) else [params[key]]
+            if value == "" and _optional(options):
+                continue  # an optional parameter passed as the empty string counts as omitted
             if not any(_value_matches(value, o) for o in options if o != ""):
                 fail(f"{name}: parameter {key!r} = {_short(value)} is not an acceptable value")
         for key, accept in params.items():

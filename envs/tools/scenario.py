@@ -116,7 +116,7 @@ def connect() -> sqlite3.Connection:
     return db
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=256)
 def _seeded_image(modules: tuple[str, ...], db_seed: int) -> bytes:
     db = connect()
     for name in modules:

@@ -345,6 +345,11 @@ GOLD = [{"area": {"base": [10], "height": [5.0, 5.5], "unit": ["cm", ""]}}]
             "must be integer",
         ),  # float not accepted for int
         ([{"area": {"base": 10, "height": 5, "unit": "m"}}], False, "not an acceptable value"),
+        (
+            [{"area": {"base": 10, "height": 5, "unit": ""}}],
+            True,
+            None,
+        ),  # "" for an optional = omitted
         ([{"area": {"base": 10}}], False, "missing required parameter 'height'"),
         (
             [{"area": {"base": 10, "height": 5, "color": "red"}}],
