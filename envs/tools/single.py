@@ -87,7 +87,7 @@ def _transfer(r: random.Random) -> Sample:
             "from_account": [f"ACC-{a}"],
             "to_account": [f"ACC-{b}"],
             "amount": [amount],
-            "memo": ["", ""],
+            "memo": [""],
         },
     )
 
