@@ -264,19 +264,24 @@ def _math_segments(s: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _first_math_group(s: str) -> str | None:
-    """The first math segment of ``s`` plus any that follow it joined by "and"/","/"or"."""
+def _math_group(s: str, last: bool = False) -> str | None:
+    """The first (or ``last``) math segment of ``s`` together with its neighbours joined to
+    it by "and"/","/"or": ``$x = 8$ or $x = -2$`` is one answer."""
     segs = _math_segments(s)
     if not segs:
         return None
-    group = [segs[0]]
+    order = segs[::-1] if last else segs
+    group = [order[0]]
     links: list[str] = []
-    for seg in segs[1:]:
-        link = _connective(s[group[-1][1] : seg[0]])
+    for seg in order[1:]:
+        left, right = (seg, group[-1]) if last else (group[-1], seg)
+        link = _connective(s[left[1] : right[0]])
         if link is None or link == "none":
             break
         group.append(seg)
         links.append(link)
+    if last:
+        group.reverse()
     if len(group) == 1:
         return group[0][2]
     sep = r" \text{ or } " if "or" in links else ", "
@@ -353,7 +358,7 @@ def _after_marker(text: str, pos: int) -> str | None:
     line = rest_l.split("\n", 1)[0].strip()
     if not line:
         return None
-    math = _first_math_group(line)
+    math = _math_group(line)
     if math is not None:
         # "The answer is either $3$ or $4$" / "$3$, or maybe $4$": the prose decides hedging
         return math
@@ -388,9 +393,9 @@ def _fallback(text: str) -> str | None:
     if not lines:
         return None
     last = lines[-1][-4000:]
-    segs = _math_segments(last)
-    if segs:
-        return segs[-1][2]
+    group = _math_group(last, last=True)
+    if group is not None:
+        return group
     # the last sentence, if it ends in an answer: "Therefore, (x, y) = (4, -1)."
     last = last.replace("...", "\u2026")  # 0.1666... repeats; it ends no sentence
     sentences = [p for p in _SENTENCE_SPLIT_RE.split(last) if p.strip()]

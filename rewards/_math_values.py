@@ -220,6 +220,23 @@ def _is_const(node: Node) -> bool:
 
 def _rel_value(node: Node) -> Value:
     exprs, ops = node[1], node[2]
+    if _has_pm(node) and all(e[0] in SCALAR_KINDS for e in exprs) and len(set(ops)) == 1:
+        # x = \pm 2 is "x = 2 or x = -2"; x \neq \pm 2 is "x != 2 and x != -2"
+        variants = [_rel_value(v) for v in _expand_pm(node)]
+        if ops[0] == "=":
+            return _or_value(variants)
+        if (
+            ops[0] == "!="
+            and all(v[0] == "A" for v in variants)
+            and len({v[1] for v in variants}) == 1
+        ):
+            sets = [to_realset(v) for v in variants]
+            if all(s is not None for s in sets):
+                result = sets[0]
+                for other in sets[1:]:
+                    result = _intersect(result, other)  # type: ignore[arg-type]
+                return ("A", variants[0][1], ("I", result))
+        raise NotScalar
     if "~" in ops and not all(op == "~" for op in ops):
         # x = \sqrt{2} \approx 1.414: what follows the first "approximately" is commentary
         k = ops.index("~")
