@@ -22,7 +22,7 @@ import math
 import random
 import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -502,61 +502,36 @@ def _numeric_fn(ctx: Any, node: Node, env: dict[str, Any] | None) -> Any:
     raise NotExact  # gcd/lcm of non-integers
 
 
-def literal_digits(node: Node) -> int:
-    """The most significant digits written in any literal of ``node``."""
-    best = 0
-    stack = [node]
+def subnodes(node: Node) -> Iterator[Node]:
+    """Every node inside ``node`` (itself included), through nested tuples of children such
+    as a matrix's rows."""
+    stack: list[Any] = [node]
     while stack:
         n = stack.pop()
-        if n[0] == "num":
-            best = max(best, n[2])
+        if not isinstance(n, tuple) or not n:
             continue
-        for child in n[1:]:
-            if isinstance(child, tuple) and child:
-                if isinstance(child[0], str):
-                    stack.append(child)
-                else:
-                    stack.extend(
-                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
-                    )
-    return best
+        if isinstance(n[0], str):
+            yield n
+            stack.extend(c for c in n[1:] if isinstance(c, tuple))
+        else:  # a container of nodes (or of rows of nodes)
+            stack.extend(c for c in n if isinstance(c, tuple))
+
+
+def literal_digits(node: Node) -> int:
+    """The most significant digits written in any literal of ``node``."""
+    return max((n[2] for n in subnodes(node) if n[0] == "num" and len(n) == 3), default=0)
 
 
 def symbols(node: Node, out: set[str] | None = None) -> set[str]:
     """The free variable names in ``node``."""
     out = set() if out is None else out
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n[0] == "sym":
-            out.add(n[1])
-            continue
-        for child in n[1:]:
-            if isinstance(child, tuple) and child:
-                if isinstance(child[0], str):
-                    stack.append(child)
-                else:
-                    stack.extend(
-                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
-                    )
+    out.update(n[1] for n in subnodes(node) if n[0] == "sym" and len(n) == 2)
     return out
 
 
-def _contains(node: Node, kinds: set[str]) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n[0] in kinds:
-            return True
-        for child in n[1:]:
-            if isinstance(child, tuple) and child:
-                if isinstance(child[0], str):
-                    stack.append(child)
-                else:
-                    stack.extend(
-                        c for c in child if isinstance(c, tuple) and c and isinstance(c[0], str)
-                    )
-    return False
+def contains_kind(node: Node, kinds: set[str]) -> bool:
+    """Whether any sub-node of ``node`` is of one of ``kinds``."""
+    return any(n[0] in kinds for n in subnodes(node))
 
 
 # ---------------------------------------------------------------------------------------------

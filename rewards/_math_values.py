@@ -25,6 +25,7 @@ from llmgym.rewards._math_eval import (
     Undefined,
     _ctx,
     all_pairs_match,
+    contains_kind,
     equations_equivalent,
     exact,
     real_key,
@@ -97,7 +98,7 @@ def _expand_pm(node: Node) -> list[Node]:
 
 
 def _has_pm(node: Node) -> bool:
-    return "'pm'" in repr(node)
+    return contains_kind(node, {"pm"})
 
 
 def _flatten_lists(vals: list[Value]) -> list[Value]:
@@ -134,7 +135,7 @@ def _degrees(node: Node, convert: bool) -> Node:
 
 
 def _has_degrees(node: Node) -> bool:
-    return "'deg'" in repr(node)
+    return contains_kind(node, {"deg"})
 
 
 def to_value(node: Node) -> Value:
