@@ -110,7 +110,12 @@ def check_env(
         )
         if len(oracle_rewards) == 1:
             mode = base.episode.mode if base.episode else None
-            full = base.reward_range[1] if mode == "joint" else base.outcome_reward_range[1]
+            task = base.episode.task if base.episode else None
+            full = (
+                base.reward_range[1]
+                if mode == "joint" or task is None
+                else base.task_reward_range(task)[1]
+            )
             _expect(
                 abs(oracle_rewards[0] - full) < 1e-6,
                 f"seed {seed}: the oracle scores {oracle_rewards[0]}, not full marks {full}",

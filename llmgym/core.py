@@ -271,6 +271,11 @@ class LLMEnv(gym.Env[str, str]):
         """The outcome reward at the end of a sequential episode (the final step's answer)."""
         return self.grade(episode.task, message)
 
+    def task_reward_range(self, task: Task) -> tuple[float, float]:
+        """The range of a plain (subtask-free) episode's reward on ``task``; a mixture of
+        envs answers for the member that owns the task."""
+        return self.outcome_reward_range
+
     def joint_reward_range(self) -> tuple[float, float]:
         return (0.0, 1.0)
 

@@ -30,6 +30,7 @@ _TABLE: dict[str, str | Verifier] = {
     "math": "llmgym.rewards.math:math_verifier",
     "longdoc": "llmgym.rewards.longdoc:grade_answer",
     "math_process": "llmgym.rewards.math_process:process_verifier",
+    "tool_calls": "llmgym.rewards.tools:tool_call_match",
 }
 
 
