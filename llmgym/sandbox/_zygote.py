@@ -474,7 +474,6 @@ def _exec(argv: list[str], env: dict[str, str]) -> None:
 
 
 def _send(sock: socket.socket, msg: dict[str, Any], fds: list[int] | None = None) -> None:
-    msg["t"] = time.monotonic()
     data = json.dumps(msg).encode()
     try:
         if fds:
@@ -558,13 +557,24 @@ class _Reaper:
                 return
             self.statuses[pid] = (status, ru)
 
-    def wait(self, pid: int, deadline: float) -> bool:
-        """Wait for ``pid`` to end; False when ``deadline`` (monotonic) passes first."""
+    def wait(self, pid: int, start: float, limit: float, starved_before: float) -> bool:
+        """Wait for ``pid`` to end; False when its wall limit passes first.
+
+        The limit counts the time since ``start`` (monotonic) minus the time the run's tasks
+        spent runnable but waiting for a CPU (``starved_s``, up to ``STARVATION_CREDIT`` times
+        ``limit``): on a host busy with other work a program is not charged for CPU it was
+        never given, while a sleeping or blocked program is killed on time.
+        """
+        deadline = start + limit
+        cap = start + limit * (1 + STARVATION_CREDIT)
         while True:
             self.reap()
             if pid in self.statuses:
                 return True
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            if now >= deadline and deadline < cap:
+                deadline = min(cap, start + limit + starved_s(pid, starved_before))
+            remaining = deadline - now
             if remaining <= 0:
                 return False
             select.select([self.wake_r], [], [], min(remaining, 1.0))
@@ -586,6 +596,45 @@ class _Reaper:
             except InterruptedError:
                 continue
             self.statuses[pid] = (status, ru)
+
+
+STARVATION_CREDIT = 3.0
+"""A run's wall limit stretches by the time it waited for a CPU, up to this many limits."""
+
+
+def _run_delay_s(pid: int | str, tid: int | str) -> float:
+    """Seconds task ``tid`` of ``pid`` has spent runnable but waiting for a CPU (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):  # no CONFIG_SCHED_INFO, or the task is gone
+        return 0.0
+
+
+def starved_s(prog: int, prog_before: float) -> float:
+    """The longest CPU wait of any live task of the run since the program was let go.
+
+    Every process this init can see belongs to the run (its own /proc), except itself. A task
+    that started after the go waited all of its ``run_delay``; the program's main thread only
+    what it waited since (``prog_before``). The maximum, not the sum: concurrent waits overlap.
+    """
+    me = os.getpid()
+    worst = 0.0
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+    except OSError:
+        return 0.0
+    for p in pids:
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            waited = _run_delay_s(p, t)
+            if int(t) == prog:
+                waited -= prog_before
+            worst = max(worst, waited)
+    return worst
 
 
 def _cpu_of(ru: Any) -> float:
@@ -792,12 +841,13 @@ def _run_init(
     go_msg = {k: req[k] for k in ("limits", "env", "degraded", "inproc", "pyboot", "main", "argv")}
     go_msg["fds"] = names
     ru_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    waited_before = _run_delay_s(prog, prog)  # the program is blocked on its go: a still value
     t0 = time.monotonic()
     _send(go, go_msg, go_fds)
     for fd in go_fds:
         os.close(fd)
     go.close()
-    finished = reaper.wait(prog, t0 + float(limits["wall_time_s"]))
+    finished = reaper.wait(prog, t0, float(limits["wall_time_s"]), waited_before)
     wall = time.monotonic() - t0
     reaper.kill_all_and_reap()
     status, ru = reaper.statuses[prog]

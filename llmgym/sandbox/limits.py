@@ -43,7 +43,13 @@ class Limits:
     """
 
     wall_time_s: float = 10.0
-    """Wall-clock limit of the program (compile step excluded); past it the run is killed: ``timeout``."""
+    """Wall-clock limit of the program (compile step excluded); past it the run is killed: ``timeout``.
+
+    Time the run's processes spent ready to run but waiting for a CPU that other work held
+    (the kernel's per-task ``run_delay``) does not count, up to 3 more ``wall_time_s``: a busy
+    host does not turn into timeouts, while a program that sleeps, blocks or spins is stopped
+    on time (spinning is bounded by the CPU limit too). Where the kernel does not report
+    ``run_delay`` (no ``CONFIG_SCHED_INFO``) the limit is plain wall-clock time."""
     cpu_time_s: float | None = None
     """CPU time limit over all the run's processes; ``None`` means ``wall_time_s``."""
     memory_mb: int = 512

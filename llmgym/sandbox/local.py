@@ -58,7 +58,6 @@ _BASE_ENV = {
 }
 _MEMORY_ERROR = re.compile(rb"(MemoryError|std::bad_alloc|Cannot allocate memory)[^\n]*\n?\Z")
 _STARTUP_GRACE_S = 10.0
-_TRACE = bool(os.environ.get("LLMGYM_SANDBOX_TRACE"))
 _KILL_GRACE_S = 2.0
 
 
@@ -183,6 +182,25 @@ def _stdin_fd(data: bytes) -> int:
     return ro
 
 
+_PIPE_MAX = 2 << 20
+
+
+def _fit_pipe(fd: int, cap: int) -> None:
+    """Make the pipe hold ``cap + 1`` bytes where the kernel allows (up to 2 MiB).
+
+    A program that passes its output cap then does so without waiting for this process to
+    read: on a busy host a flood is still recognized as one, not mistaken for a timeout.
+    Best effort: unprivileged users may not grow pipes past ``/proc/sys/fs/pipe-max-size``.
+    """
+    import fcntl
+
+    if 1 << 16 <= cap < _PIPE_MAX:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, cap + 1)
+        except OSError:
+            pass
+
+
 class _Stream:
     __slots__ = ("buf", "cap", "eof", "fd", "name", "truncated")
 
@@ -285,6 +303,7 @@ def execute_on(
         streams: dict[str, _Stream] = {}
         for name in ("stdout", "stderr", "result"):
             r, w = os.pipe2(os.O_CLOEXEC)
+            _fit_pipe(w, lim.max_output_bytes)
             to_close.append(r)
             os.set_blocking(r, False)
             streams[name] = _Stream(name, r, lim.max_output_bytes)
@@ -346,7 +365,8 @@ def _supervise(
     oom_probe: Any = None,
 ) -> ExecResult:
     lim = request.limits
-    budget = _STARTUP_GRACE_S + lim.wall_time_s + _KILL_GRACE_S
+    # The run's init stretches the wall limit by CPU starvation (see Limits.wall_time_s).
+    budget = _STARTUP_GRACE_S + lim.wall_time_s * (1 + _zygote.STARVATION_CREDIT) + _KILL_GRACE_S
     if request.compiled:
         budget += request.compile_limits.wall_time_s
     backstop = t_submit + budget
@@ -402,12 +422,6 @@ def _supervise(
                             dead = True  # nothing was ever started, or the start failed
                         continue
                     kind = msg.get("type")
-                    if _TRACE:
-                        print(
-                            f"trace {kind}: sent +{(msg.get('t', 0) - t_submit) * 1e3:.2f}ms "
-                            f"recv +{(time.monotonic() - t_submit) * 1e3:.2f}ms",
-                            file=sys.stderr,
-                        )
                     if kind == "started" and fds:
                         pidfd = fds[0]
                         for extra in fds[1:]:
@@ -427,11 +441,6 @@ def _supervise(
                     for fd in fds if kind != "started" else []:
                         os.close(fd)
                 elif data == "dead":
-                    if _TRACE:
-                        print(
-                            f"trace dead +{(time.monotonic() - t_submit) * 1e3:.2f}ms",
-                            file=sys.stderr,
-                        )
                     dead = True
                     sel.unregister(key.fd)
             # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per process).
@@ -579,7 +588,8 @@ def _result(
     elif exit_msg is not None and exit_msg.get("setup_error"):
         status = "sandbox_error"
         detail = "the program's sandbox setup failed: " + err.buf.decode("utf-8", "replace")[-500:]
-    elif kill_reason == "output_limit":
+    elif kill_reason == "output_limit" or output_limit_stream is not None:
+        # Passing the cap is an output limit even when a timer or the end came first.
         status = "output_limit"
         detail = f"{output_limit_stream} passed {lim.max_output_bytes} bytes; the run was killed"
     elif timed_out:

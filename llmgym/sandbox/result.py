@@ -62,7 +62,8 @@ class ExecResult:
     stdout: str
     stderr: str
     wall_time_s: float
-    """Wall-clock time of the program (compile step excluded)."""
+    """Wall-clock time of the program (compile step excluded), as it elapsed: on a busy host it
+    may exceed ``Limits.wall_time_s`` without a timeout (see there)."""
     cpu_time_s: float
     """User + system CPU time of all the run's processes."""
     peak_memory_mb: float
