@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
+import math as _math
 from collections.abc import Callable
 from typing import Any
 
@@ -103,8 +103,8 @@ def safe_verify(verifier: Verifier, response: str, gold: Any) -> RewardResult:
     try:
         score = float(result)
     except (TypeError, ValueError, OverflowError):
-        score = math.nan
-    if not math.isfinite(score):
+        score = _math.nan
+    if not _math.isfinite(score):
         return RewardResult(0.0, {"correctness": 0.0}, f"verifier returned {result!r:.80}")
     return RewardResult(score, {"correctness": score}, "", score >= 1.0)
 
