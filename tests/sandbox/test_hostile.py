@@ -78,6 +78,29 @@ def test_sleep_past_wall_limit(sandbox: Sandbox) -> None:
     assert res.cpu_time_s < 0.5
 
 
+def test_cpu_starvation_does_not_count_against_the_wall_limit(sandbox: Sandbox) -> None:
+    # Pinned to one CPU beside three spinning siblings, the program gets at most a quarter of
+    # it: its 0.4 s of CPU take 1.6 s or more of wall time, past its 1 s wall limit.
+    code = """
+    import os, time
+    os.sched_setaffinity(0, [min(os.sched_getaffinity(0))])
+    for _ in range(3):
+        if os.fork() == 0:
+            while True:
+                pass
+    t = time.process_time()
+    while time.process_time() - t < 0.4:
+        pass
+    print("done")
+    """
+    res = run(sandbox, code, Limits(wall_time_s=1, cpu_time_s=30))
+    assert res.wall_time_s > 1.2, res  # not killed at 1 s: waiting for a CPU does not count
+    if res.status == "timeout":  # a host busier still: the credit is bounded (3 more limits)
+        assert 3.5 <= res.wall_time_s < 10, res
+    else:
+        assert res.status == "ok" and res.stdout == "done\n", res
+
+
 def test_sigterm_ignored_still_killed(sandbox: Sandbox) -> None:
     res = run(
         sandbox,
