@@ -14,6 +14,7 @@ register(id="llm/Math-v0", entry_point="llmgym.envs.math:MathEnv")
 
 register(id="llm/Coding-v0", entry_point="llmgym.envs.coding:CodingEnv")
 register(id="llm/CodingMultiTurn-v0", entry_point="llmgym.envs.coding:CodingMultiTurnEnv")
+register(id="llm/CodeRepair-v0", entry_point="llmgym.envs.coding:CodeRepairEnv")
 
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
 

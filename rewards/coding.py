@@ -169,7 +169,18 @@ def values_equal(
     raise ValueError(f"unknown value comparison mode {mode!r}; choose one of {VALUE_MODES}")
 
 
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def _equal(got: Any, expected: Any, tol: tuple[float, float] | None) -> bool:
+    if (
+        tol is None
+        and type(got) is list
+        and type(expected) is list
+        and set(map(type, got)) <= _SCALARS
+        and set(map(type, expected)) <= _SCALARS
+    ):
+        return bool(got == expected)  # flat lists: Python's own comparison, in C
     if isinstance(expected, bool) or isinstance(got, bool):
         return bool(got == expected)  # Python's semantics: True == 1
     if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
@@ -367,13 +378,13 @@ def static_facts(source: str) -> dict[str, Any]:
             functions[node.name] = signature(node)
     imports: set[str] = set()
     calls: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imports.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imports.add("." * node.level + (node.module or ""))
-        elif isinstance(node, ast.Call):
-            func = node.func
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Import):
+            imports.update(alias.name for alias in sub.names)
+        elif isinstance(sub, ast.ImportFrom):
+            imports.add("." * sub.level + (sub.module or ""))
+        elif isinstance(sub, ast.Call):
+            func = sub.func
             if isinstance(func, ast.Name):
                 calls.add(func.id)
             elif isinstance(func, ast.Attribute):

@@ -3,5 +3,6 @@ over several turns (``llm/CodingMultiTurn-v0``) and constrained code repair
 (``llm/CodeRepair-v0``)."""
 
 from llmgym.envs.coding.env import CodingEnv, CodingMultiTurnEnv
+from llmgym.envs.coding.repair import CodeRepairEnv
 
-__all__ = ["CodingEnv", "CodingMultiTurnEnv"]
+__all__ = ["CodeRepairEnv", "CodingEnv", "CodingMultiTurnEnv"]

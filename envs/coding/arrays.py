@@ -9,7 +9,7 @@ from llmgym.tasks import Family, Task
 
 
 def _ints(rng: random.Random, n: int, lo: int, hi: int, *, min_len: int = 0) -> list[int]:
-    return [rng.randint(lo, hi) for _ in range(rng.randint(min_len, n))]
+    return rng.choices(range(lo, hi + 1), k=rng.randint(min_len, n))
 
 
 # --- max_subarray_sum ---------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,11 +24,40 @@ from llmgym.envs.coding.problem import LANGUAGE_NAMES, LANGUAGES, Problem, rende
 from llmgym.rewards.base import RewardResult, Rubric
 from llmgym.rewards.coding import coding_rubric, rubric_range, sandbox_reward
 from llmgym.sandbox import Sandbox
-from llmgym.tasks import ProceduralSource, Subtask, Task, TaskSource
+from llmgym.tasks import Family, ProceduralSource, Subtask, Task, TaskSource
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CODE_CHARS = 100_000
+DEFAULT_TASK_CACHE = 256
+
+
+class CachingSource(ProceduralSource):
+    """A procedural source that keeps its last ``size`` built tasks: a GRPO group replays one
+    task id G times, and building a task (inputs, reference outputs) costs more than grading."""
+
+    def __init__(self, families: Iterable[Family], *, domain: str, size: int):
+        super().__init__(families, domain=domain)
+        self.size = size
+        self._cache: OrderedDict[tuple[str, str, int], Task] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def build(self, family: str, difficulty: float, index: int) -> Task:
+        key = (family, f"{round(float(difficulty), 2):.2f}", int(index))
+        with self._lock:
+            task = self._cache.get(key)
+            if task is not None:
+                self._cache.move_to_end(key)
+                return task
+        task = super().build(family, difficulty, index)
+        if self.size > 0:
+            with self._lock:
+                self._cache[key] = task
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        return task
+
+
 _FENCE_TAG = {"python": "python", "c": "c", "cpp": "cpp"}
 
 
@@ -82,7 +113,8 @@ class CodingEnv(LLMEnv):
     (``None`` for llmgym JSONL, ``"humaneval"``, ``"mbpp"``, ``"apps"``,
     ``"codecontests"``, ``"livecodebench"``), ``reward``, ``sandbox`` (a backend name or a
     :class:`llmgym.sandbox.Sandbox`), ``max_code_chars``, ``extract`` (``"last"`` or
-    ``"first"`` code block), plus the LLMEnv arguments (``max_turns``, ``subtask_mode``,
+    ``"first"`` code block), ``task_cache`` (procedural tasks kept built, default 256: a
+    GRPO group replays one task id), plus the LLMEnv arguments (``max_turns``, ``subtask_mode``,
     ``difficulty``, ``family``, ``system_prompt``, ``render_mode``).
 
     ## Version History
@@ -114,6 +146,7 @@ class CodingEnv(LLMEnv):
         sandbox: str | Sandbox = "local",
         max_code_chars: int = DEFAULT_MAX_CODE_CHARS,
         extract: str = "last",
+        task_cache: int = DEFAULT_TASK_CACHE,
         **kwargs: Any,
     ):
         if language not in LANGUAGES:
@@ -129,7 +162,12 @@ class CodingEnv(LLMEnv):
                 f"Expects sandbox as a backend name or a llmgym.sandbox.Sandbox, actual type: "
                 f"{type(sandbox).__name__}"
             )
+        if not isinstance(task_cache, int) or task_cache < 0:
+            raise error.Error(f"Expects task_cache to be an int >= 0, actual: {task_cache!r}")
+        self.task_cache = task_cache
         self.language = language
+        self._problem_cache: tuple[Task, Problem] | None = None
+        self._built_here = False
         self.extract_which = extract
         self.max_code_chars = max_code_chars
         self._sandbox_spec = sandbox
@@ -137,11 +175,15 @@ class CodingEnv(LLMEnv):
             self.rubric = reward if isinstance(reward, Rubric) else coding_rubric(reward)
         except ValueError as e:
             raise error.Error(str(e)) from None
-        self.reward_range = rubric_range(self.rubric)
+        self.reward_range = self.step_reward_range()
         source = self.build_source(tasks, dataset_format, families)
         super().__init__(source, **kwargs)
 
     # --- construction ------------------------------------------------------------------------
+
+    def step_reward_range(self) -> tuple[float, float]:
+        """The range of one graded attempt (the rubric's lowest and highest score)."""
+        return rubric_range(self.rubric)
 
     def build_source(
         self, tasks: Any, dataset_format: str | None, families: Sequence[str] | None
@@ -168,7 +210,7 @@ class CodingEnv(LLMEnv):
             if unusable:
                 raise error.Error(f"Families {unusable} have no {self.language} version")
             pool = [known[n] for n in wanted]
-        return ProceduralSource(pool, domain=self.domain)
+        return CachingSource(pool, domain=self.domain, size=self.task_cache)
 
     @property
     def sandbox(self) -> Sandbox:
@@ -179,7 +221,30 @@ class CodingEnv(LLMEnv):
     # --- what the model sees -------------------------------------------------------------------
 
     def problem(self, task: Task) -> Problem:
-        return Problem.from_answer(task.answer, where=f"task {task.id!r}")
+        """The task's checked answer (kept for the task at hand: a step asks several times)."""
+        cached = self._problem_cache
+        if cached is not None and cached[0] is task:
+            return cached[1]
+        ep = self.episode
+        # A task this env's own families just built needs no second check of every value.
+        trusted = self._built_here and ep is not None and ep.task is task
+        problem = Problem.from_answer(
+            task.answer, where=f"task {task.id!r}", check_values=not trusted
+        )
+        self._problem_cache = (task, problem)
+        return problem
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        given = isinstance(options, Mapping) and options.get("task") is not None
+        self._built_here = isinstance(self.source, ProceduralSource) and not given
+        return super().reset(seed=seed, options=options)
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        self._built_here = False
+        self._problem_cache = None
+        super().set_state(state)
 
     def task_language(self, problem: Problem) -> str:
         """The language answers are written in: stdin/stdout tasks take the env's language."""
@@ -236,6 +301,8 @@ class CodingEnv(LLMEnv):
             defines = re.compile(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", re.M)
             if not defines.search(code):
                 code = problem.prelude.rstrip("\n") + "\n" + code
+        if problem.header and language == "python":
+            code = problem.header.rstrip("\n") + "\n" + code
         return code, ""
 
     def judge(self, problem: Problem, code: str | None, why: str, language: str) -> Verdict:
@@ -248,8 +315,10 @@ class CodingEnv(LLMEnv):
             logger.warning("coding: sandbox error while grading: %s", verdict.detail)
         return verdict
 
-    def evaluate(self, task: Task, message: Message) -> tuple[Verdict, RewardResult]:
-        """The verdict on a message and its reward under the env's rubric."""
+    def evaluate(
+        self, task: Task, message: Message
+    ) -> tuple[Verdict, RewardResult, dict[str, Any]]:
+        """The verdict on a message, its reward under the env's rubric and the step's info."""
         problem = self.problem(task)
         language = self.task_language(problem)
         code, why = self.code_of(message, problem, language)
@@ -259,15 +328,14 @@ class CodingEnv(LLMEnv):
             zero = {k: 0.0 for k in result.components}
             result = RewardResult(0.0, zero, "", False)
         feedback = describe(verdict, problem)
-        return verdict, RewardResult(result.score, result.components, feedback, result.success)
+        result = RewardResult(result.score, result.components, feedback, result.success)
+        return verdict, result, {"exec": verdict.to_info(problem)}
 
     def grade(self, task: Task, message: Message) -> RewardResult:
         return self.evaluate(task, message)[1]
 
     def respond(self, episode: Episode, message: Message) -> Turn:
-        problem = self.problem(episode.task)
-        verdict, result = self.evaluate(episode.task, message)
-        info = {"exec": verdict.to_info(problem)}
+        _, result, info = self.evaluate(episode.task, message)
         last = episode.turn >= episode.max_turns
         if result.success or last or episode.max_turns == 1:
             return Turn(

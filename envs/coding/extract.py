@@ -14,15 +14,18 @@ LANGUAGE_TAGS = {
     "cpp": ("cpp", "c++", "cc", "cxx", "hpp", "cplusplus"),
 }
 _BARE_MARKERS = {
-    "python": re.compile(r"^(?:def |async def |class |import |from \S+ import |@)", re.M),
+    "python": re.compile(r"^(?:def |async def |class |import |from \S+ import |@\w)", re.M),
     "c": re.compile(r"^\s*(?:#include\b|int\s+main\s*\()", re.M),
     "cpp": re.compile(r"^\s*(?:#include\b|int\s+main\s*\(|using namespace )", re.M),
 }
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n`]*$")
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})([^\n]*)$", re.M)
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
     """Every fenced block as ``(tag, code)``; an unclosed last block runs to the end.
+
+    Only fence lines are visited (found by one anchored regex pass), so the cost is linear in
+    the text whatever it holds.
 
     >>> code_blocks("x\\n```python\\nprint(1)\\n```\\n~~~\\nraw\\n~~~")
     [('python', 'print(1)\\n'), ('', 'raw\\n')]
@@ -30,24 +33,27 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
     [('cpp', 'int main(){}\\n')]
     """
     blocks: list[tuple[str, str]] = []
-    fence = ""
-    tag = ""
-    body: list[str] = []
-    for line in text.split("\n"):
-        if not fence:
-            m = _FENCE.match(line)
-            if m:
-                fence, tag, body = m.group(1), m.group(2).lower(), []
+    opening: re.Match[str] | None = None
+    for m in _FENCE_LINE.finditer(text):
+        fence, info = m.group(1), m.group(2).strip()
+        if opening is None:
+            if fence[0] == "`" and "`" in info:
+                continue  # not a fence: a backtick fence's info string has no backticks
+            opening = m
             continue
-        stripped = line.strip()
-        if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
-            blocks.append((tag, "\n".join(body) + "\n"))
-            fence = ""
-            continue
-        body.append(line)
-    if fence and body:
-        blocks.append((tag, "\n".join(body) + "\n"))
+        if fence[0] == opening.group(1)[0] and len(fence) >= len(opening.group(1)) and not info:
+            blocks.append((_tag(opening), text[opening.end() + 1 : m.start()]))
+            opening = None
+    if opening is not None:
+        body = text[opening.end() + 1 :]
+        if body:
+            blocks.append((_tag(opening), body if body.endswith("\n") else body + "\n"))
     return blocks
+
+
+def _tag(opening: re.Match[str]) -> str:
+    words = opening.group(2).split()
+    return words[0].lower() if words else ""
 
 
 def strip_reasoning(text: str) -> str:

@@ -40,6 +40,9 @@ RUNNER_PATH = Path(__file__).with_name("runner.py")
 COMPILE_TIMEOUT_S = 30.0
 COMPILE_MEMORY_MB = 768
 _SLACK_S = 5.0
+_MIN_ANSWER_BYTES = 64 << 10
+_PRINT_CAP = 8 << 20
+"""What a call-based program may print in all before it is stopped (its prints are not graded)."""
 _TAIL = 2000
 
 
@@ -72,7 +75,7 @@ def runner_files() -> tuple[str, dict[str, bytes]]:
     precompiled (compiling its source would cost more than a whole grading run) when the
     sandbox's Python is this one, and compile the shipped source otherwise."""
     source = runner_program()
-    code = compile(source, "judge.py", "exec", dont_inherit=True)
+    code = compile(source, "judge.py", "exec", dont_inherit=True, optimize=2)
     boot = _BOOT.format(tag=sys.implementation.cache_tag)
     return boot, {"judge.py": source.encode(), "judge.bin": marshal.dumps(code)}
 
@@ -83,12 +86,28 @@ _SANDBOXES: dict[str, Sandbox] = {}
 _LOCK = threading.Lock()
 
 
+JUDGE_PRELOAD = ("ctypes", "json", "marshal", "resource", "select", "signal", "struct",
+                 "subprocess", "traceback", "types")  # fmt: skip
+"""Modules the judge imports, pre-imported by the local zygote so that runs find them warm."""
+
+
+def make_sandbox(backend: str = "local") -> Sandbox:
+    """A new sandbox of ``backend`` set up for the judge (the local zygote pre-imports its
+    modules)."""
+    options: dict[str, Any] = {}
+    if backend == "local":
+        from llmgym.sandbox.local import DEFAULT_PRELOAD
+
+        options["preload"] = tuple(dict.fromkeys((*DEFAULT_PRELOAD, *JUDGE_PRELOAD)))
+    return get_sandbox(backend, **options)
+
+
 def shared_sandbox(backend: str = "local") -> Sandbox:
     """A process-wide sandbox of ``backend`` (starting one costs a zygote); closed at exit."""
     with _LOCK:
         sb = _SANDBOXES.get(backend)
         if sb is None:
-            sb = get_sandbox(backend)
+            sb = make_sandbox(backend)
             _SANDBOXES[backend] = sb
             if len(_SANDBOXES) == 1:
                 atexit.register(_close_all)
@@ -267,6 +286,72 @@ def _payload(test: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return {"fn": test["fn"], "args": test["args"], "kwargs": test.get("kwargs") or {}}
 
 
+@dataclass(frozen=True)
+class Submission:
+    """One program to grade: what :func:`run_tests_many` takes."""
+
+    code: str
+    problem: Problem
+    language: str = "python"
+    static: bool = False
+
+
+def _request(sub: Submission, nonce: str) -> dict[str, Any]:
+    """The sandbox ``run()`` arguments that grade one submission."""
+    problem, language = sub.problem, sub.language
+    limits = problem.limits
+    timeout = float(limits["timeout_s"])
+    budget = float(limits.get("budget_s") or (timeout * 4 + 2))
+    memory_mb = int(limits["memory_mb"])
+    native = language != "python"
+    # What one test may send back: 4x its expected answer (and at least 64 KiB); the result
+    # channel holds that for every test, so an oversized answer fails its own test only.
+    sizes = [
+        len(t["output"]) if "output" in t else len(json.dumps(t.get("expected")))
+        for t in problem.tests
+    ]
+    per_test = max(_MIN_ANSWER_BYTES, 4 * max(sizes, default=0))
+    job: dict[str, Any] = {
+        "nonce": nonce,
+        "mode": problem.kind,
+        "timeout_s": timeout,
+        "budget_s": budget,
+        "memory_mb": memory_mb,
+        "output_cap": per_test if problem.kind == "stdio" else _PRINT_CAP,
+        "max_reply_bytes": per_test,
+        "static": sub.static,
+        "visible": [_payload(t, problem.kind) for t in problem.visible],
+    }
+    if native:
+        lang = SANDBOX_LANGUAGES[language]
+        files = {lang.source: sub.code}
+        job.update(
+            source=lang.source,
+            compile_argv=list(lang.compile or ()),
+            compile_timeout_s=COMPILE_TIMEOUT_S,
+            argv=list(lang.run),
+        )
+    else:
+        files = {"solution.py": sub.code}
+        job["source"] = "solution.py"
+    boot, judge_files = runner_files()
+    stdin = _part(job) + _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]})
+    run_limits = Limits(
+        wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
+        memory_mb=max(memory_mb + 256, COMPILE_MEMORY_MB if native else 0),
+        max_output_bytes=len(problem.tests) * (per_test + (16 << 10)) + (1 << 20),
+    )
+    return {"code": boot, "files": {**files, **judge_files}, "stdin": stdin,
+            "language": "python", "limits": run_limits}  # fmt: skip
+
+
+def _finish(sb: Sandbox, sub: Submission, res: ExecResult, nonce: str) -> Verdict:
+    verdict = _judge(sub.problem, res, nonce, sub.language)
+    if sub.problem.judge is not None and verdict.status not in ("compile_error", "sandbox_error"):
+        verdict = _special_judge(sb, sub.problem, verdict, res, nonce)
+    return verdict
+
+
 def run_tests(
     code: str,
     problem: Problem,
@@ -276,59 +361,33 @@ def run_tests(
     static: bool = False,
 ) -> Verdict:
     """Grade ``code`` against every test of ``problem`` in one sandbox run (plus one for a
-    special judge); never raises on anything the program does."""
+    special judge); never raises on anything the program does. ``static`` also reports the
+    program's signatures, imports and calls, read before it runs."""
+    return run_tests_many([Submission(code, problem, language, static)], sandbox=sandbox)[0]
+
+
+def run_tests_many(
+    submissions: Sequence[Submission], *, sandbox: Sandbox | None = None
+) -> list[Verdict]:
+    """Grade many programs with the sandbox's ``run_many`` (its concurrency, order kept)."""
     sb = sandbox or shared_sandbox()
-    nonce = secrets.token_hex(16)
-    limits = problem.limits
-    timeout = float(limits["timeout_s"])
-    budget = float(limits.get("budget_s") or (timeout * 4 + 2))
-    memory_mb = int(limits["memory_mb"])
-    native = language != "python"
-    expected_bytes = sum(len(t.get("output", "")) for t in problem.tests)
-    output_cap = max(1 << 20, 4 * max((len(t.get("output", "")) for t in problem.tests), default=0))
-    job: dict[str, Any] = {
-        "nonce": nonce,
-        "mode": problem.kind,
-        "timeout_s": timeout,
-        "budget_s": budget,
-        "memory_mb": memory_mb,
-        "output_cap": output_cap,
-        "static": static,
-        "visible": [_payload(t, problem.kind) for t in problem.visible],
-    }
-    if native:
-        lang = SANDBOX_LANGUAGES[language]
-        files = {lang.source: code}
-        job.update(
-            source=lang.source,
-            compile_argv=list(lang.compile or ()),
-            compile_timeout_s=COMPILE_TIMEOUT_S,
-            argv=list(lang.run),
-        )
-    else:
-        files = {"solution.py": code}
-        job["source"] = "solution.py"
-    boot, judge_files = runner_files()
-    stdin = _part(job) + _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]})
-    run_limits = Limits(
-        wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
-        memory_mb=max(memory_mb + 256, COMPILE_MEMORY_MB if native else 0),
-        max_output_bytes=max(4 << 20, 2 * expected_bytes + len(problem.tests) * (64 << 10)),
-    )
+    nonces = [secrets.token_hex(16) for _ in submissions]
     try:
-        res = sb.run(code=boot, files={**files, **judge_files}, stdin=stdin, language="python",
-                     limits=run_limits)  # fmt: skip
+        requests = [_request(sub, n) for sub, n in zip(submissions, nonces, strict=True)]
+        results = sb.run_many(requests) if len(requests) > 1 else [sb.run(**requests[0])]
     except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
-        return failed_verdict("sandbox_error", language, problem, f"the sandbox failed: {e!r}")
-    verdict = _judge(problem, res, nonce, language)
-    if problem.judge is not None and verdict.status not in ("compile_error", "sandbox_error"):
-        verdict = _special_judge(sb, problem, verdict, res, nonce)
-    return verdict
+        return [
+            failed_verdict("sandbox_error", s.language, s.problem, f"the sandbox failed: {e!r}")
+            for s in submissions
+        ]
+    return [
+        _finish(sb, sub, res, n) for sub, res, n in zip(submissions, results, nonces, strict=True)
+    ]
 
 
 def _records(res: ExecResult, nonce: str) -> tuple[list[dict[str, Any]], str]:
     """The judge's records and, if the stream is not what the judge writes, why."""
-    records = []
+    records: list[dict[str, Any]] = []
     prefix = nonce.encode() + b"\t"
     for line in res.result_bytes.split(b"\n"):
         if not line:
@@ -352,6 +411,10 @@ _BUILTIN_EXC = {
     for name, obj in vars(builtins).items()
     if isinstance(obj, type) and issubclass(obj, BaseException)
 }
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _raised_matches(raised: str, wanted: str) -> bool:
@@ -422,7 +485,7 @@ def _judge(problem: Problem, res: ExecResult, nonce: str, language: str) -> Verd
             compile_output = str(rec.get("error", ""))
         elif kind == "import" and not rec.get("ok"):
             import_failed = True
-            err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+            err = _as_dict(rec.get("error"))
             import_timeout = err.get("type") == "timeout"
             _, import_error = _error_text(err, hidden=False)
         elif kind == "static":
@@ -521,7 +584,7 @@ def _test_result(
         if visible:
             common["got"] = got_text[-_TAIL:]
         if not rec.get("ok"):
-            err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+            err = _as_dict(rec.get("error"))
             category, text = _error_text(err, hidden)
             if visible and rec.get("stderr"):
                 text += "\nstderr:\n" + str(rec["stderr"])[-_TAIL:]
@@ -534,7 +597,7 @@ def _test_result(
     if "script" in test:
         if rec.get("ok"):
             return TestResult(index, hidden, True, "passed", **common)
-        err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+        err = _as_dict(rec.get("error"))
         if err.get("type") == "AssertionError":
             text = "assertion failed" + (
                 f": {err.get('msg')}" if visible and err.get("msg") else ""
@@ -543,7 +606,7 @@ def _test_result(
         category, text = _error_text(err, hidden)
         return TestResult(index, hidden, False, category, text, **common)
     if not rec.get("ok"):
-        err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+        err = _as_dict(rec.get("error"))
         raised = str(err.get("type", ""))
         if "raises" in test and _raised_matches(raised, test["raises"]):
             if visible:
@@ -562,10 +625,14 @@ def _test_result(
                           f"expected {test['raises']} to be raised", **common)  # fmt: skip
     if problem.judge is not None:
         return TestResult(index, hidden, False, "judging", None, **common)
-    try:
-        ok = values_equal(value, decode(test["expected"]), mode, **tol)
-    except (TypeError, ValueError, RecursionError):
-        ok = False
+    ok = False
+    for accepted in [test["expected"], *test.get("also", [])]:
+        try:
+            ok = values_equal(value, decode(accepted), mode, **tol)
+        except (TypeError, ValueError, RecursionError):
+            ok = False
+        if ok:
+            break
     return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
                       None if ok else "wrong answer", **common)  # fmt: skip
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
+import marshal
 import random
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,10 +62,17 @@ class Problem:
     reference: dict[str, str] = field(default_factory=dict)
     limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     prelude: str = ""
+    """Code an answer may omit (a HumanEval prompt): prepended when the answer does not
+    define the entry point itself."""
+    header: str = ""
+    """Code always prepended to the answer (the imports a dataset's graders provide)."""
 
     @classmethod
-    def from_answer(cls, answer: Any, *, where: str = "task") -> Problem:
-        """Check a task's answer; :class:`llmgym.error.InvalidTask` says what is wrong."""
+    def from_answer(cls, answer: Any, *, where: str = "task", check_values: bool = True) -> Problem:
+        """Check a task's answer; :class:`llmgym.error.InvalidTask` says what is wrong.
+
+        ``check_values=False`` skips decoding every test value (for tasks a family just built).
+        """
         if not isinstance(answer, Mapping):
             raise error.InvalidTask(f"{where}: a coding task's answer must be an object")
         kind = answer.get("kind", "call")
@@ -74,7 +81,9 @@ class Problem:
         raw_tests = answer.get("tests")
         if not isinstance(raw_tests, Sequence) or isinstance(raw_tests, str) or not raw_tests:
             raise error.InvalidTask(f"{where}: needs a non-empty list of tests")
-        tests = tuple(_check_test(t, kind, f"{where} test {i}") for i, t in enumerate(raw_tests))
+        tests = tuple(
+            _check_test(t, kind, f"{where} test {i}", check_values) for i, t in enumerate(raw_tests)
+        )
         if not any(t["hidden"] for t in tests):
             raise error.InvalidTask(
                 f"{where}: needs at least one hidden test (they decide the reward)"
@@ -115,6 +124,7 @@ class Problem:
             reference=reference,
             limits=limits,
             prelude=str(answer.get("prelude") or ""),
+            header=str(answer.get("header") or ""),
         )
 
     @property
@@ -136,7 +146,7 @@ class Problem:
         return names
 
 
-def _check_test(test: Any, kind: str, where: str) -> dict[str, Any]:
+def _check_test(test: Any, kind: str, where: str, check_values: bool = True) -> dict[str, Any]:
     if not isinstance(test, Mapping):
         raise error.InvalidTask(f"{where}: a test is an object")
     t = dict(test)
@@ -155,11 +165,17 @@ def _check_test(test: Any, kind: str, where: str) -> dict[str, Any]:
         raise error.InvalidTask(f"{where}: a call test has 'fn' (str) and 'args' (list)")
     if ("expected" in t) == ("raises" in t):
         raise error.InvalidTask(f"{where}: a call test has either 'expected' or 'raises'")
+    if not isinstance(t.get("also", []), list):
+        raise error.InvalidTask(f"{where}: 'also' lists other accepted values")
+    if not check_values:
+        return t
     try:
         decode(t["args"])
         decode(t.get("kwargs") or {})
         if "expected" in t:
             decode(t["expected"])
+        for alt in t.get("also", []):
+            decode(alt)
     except (ValueError, TypeError) as e:
         raise error.InvalidTask(f"{where}: malformed value: {e}") from None
     return t
@@ -244,8 +260,8 @@ def scale(difficulty: float, low: float, high: float) -> int:
     return int(round(low + (high - low) * max(0.0, min(1.0, difficulty))))
 
 
-def _key(args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
-    return json.dumps([encode(list(args)), encode(dict(kwargs or {}))], sort_keys=True)
+def _key(args: Sequence[Any]) -> str:
+    return repr(args)  # generators produce plain data, whose repr is faithful and fast
 
 
 def make_cases(
@@ -287,6 +303,14 @@ def make_cases(
     return visible, hidden
 
 
+def _copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A deep copy of plain data (the reference must not see a test's arguments mutated)."""
+    try:
+        return marshal.loads(marshal.dumps(args))  # type: ignore[no-any-return]
+    except ValueError:  # not marshallable: an exotic value some family uses
+        return copy.deepcopy(args)
+
+
 def call_tests(
     fn: Callable[..., Any],
     visible: Sequence[tuple[Any, ...]],
@@ -305,7 +329,7 @@ def call_tests(
         for args in cases:
             test: dict[str, Any] = {"fn": name or fn.__name__, "args": encode(list(args))}
             try:
-                test["expected"] = encode(fn(*copy.deepcopy(args)))
+                test["expected"] = encode(fn(*_copy(args)))
             except Unencodable as e:  # a bug in a family, not in model output
                 raise error.InvalidTask(f"{fn.__name__} returned a non-plain value: {e}") from None
             except (ValueError, KeyError, ZeroDivisionError, IndexError, TypeError) as e:

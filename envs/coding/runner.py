@@ -74,6 +74,8 @@ class Unencodable(Exception):
 
 
 _DEQUE = collections.deque
+_FLAT = frozenset({int, str, bool, type(None)})
+"""Types a list may hold to be copied as is (the common case: lists of numbers or strings)."""
 
 
 def encode(value: Any) -> Any:
@@ -109,6 +111,11 @@ def _encode(v: Any, depth: int, count: list[int]) -> Any:
         return v if math.isfinite(v) else {"$float": repr(v)}
     d = depth + 1
     if t is list or t is _DEQUE:
+        if set(map(type, v)) <= _FLAT:
+            count[0] += len(v)
+            if count[0] > MAX_ITEMS:
+                raise Unencodable("the value is too large or too deeply nested")
+            return list(v)
         return [_encode(x, d, count) for x in v]
     if t is tuple:
         return {"$tuple": [_encode(x, d, count) for x in v]}
@@ -136,9 +143,8 @@ def _encode(v: Any, depth: int, count: list[int]) -> Any:
     if isinstance(v, dict):
         return _encode(dict(dict.items(v)), depth, count)
     if isinstance(v, (set, frozenset)):
-        return _encode(
-            (frozenset if isinstance(v, frozenset) else set)(set.__iter__(v)), depth, count
-        )  # type: ignore[arg-type]
+        base: Any = frozenset if isinstance(v, frozenset) else set
+        return _encode(base(base.__iter__(v)), depth, count)
     if (getattr(t, "__module__", "") or "").split(".")[0] == "numpy" and hasattr(v, "tolist"):
         return _encode(v.tolist(), depth, count)
     raise Unencodable(
@@ -152,6 +158,7 @@ def _canonical(x: Any) -> str:
 
 
 _TAGS = ("$tuple", "$set", "$frozenset", "$dict", "$float", "$bytes")
+_FLAT_DECODED = frozenset({int, float, str, bool, type(None)})
 
 
 def decode(data: Any, _depth: int = 0) -> Any:
@@ -160,6 +167,8 @@ def decode(data: Any, _depth: int = 0) -> Any:
         raise ValueError("value nested too deeply")
     d = _depth + 1
     if isinstance(data, list):
+        if set(map(type, data)) <= _FLAT_DECODED:
+            return list(data)
         return [decode(x, d) for x in data]
     if isinstance(data, dict):
         if len(data) == 1:
@@ -265,6 +274,10 @@ def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
         pass
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _mb(kb: float) -> float:
     return round(kb / 1024.0, 3)
 
@@ -312,14 +325,14 @@ def _error_record(exc: BaseException, skip_frames: int = 1) -> dict[str, Any]:
 
 
 def _setup_stdio() -> None:
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]
         io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="replace"
     )
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]
         io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8",
         errors="backslashreplace"
     )  # fmt: skip
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]
         io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
         errors="backslashreplace", line_buffering=True,
     )  # fmt: skip
@@ -337,6 +350,20 @@ def _compile_candidate(path: str) -> Any:
     with open(path, "rb") as f:
         source = f.read()
     return source, compile(source, "solution.py", "exec", dont_inherit=True)
+
+
+def _resolve(module: types.ModuleType, name: str) -> Any:
+    """A module-level function, or ``Class.method`` on a fresh instance (LeetCode style)."""
+    owner, dot, method = name.partition(".")
+    target = module.__dict__.get(owner)
+    if not dot:
+        return target
+    if not isinstance(target, type):
+        return None
+    try:
+        return getattr(target(), method, None)
+    except Exception:  # noqa: BLE001 - the candidate's constructor failed
+        return None
 
 
 def _worker_main(job: dict[str, Any]) -> None:
@@ -373,7 +400,7 @@ def _worker_main(job: dict[str, Any]) -> None:
     for line in reader:
         req = json.loads(line)
         i = req["i"]
-        fn = module.__dict__.get(req["fn"])
+        fn = _resolve(module, req["fn"])
         if not callable(fn):
             _worker_reply({"k": "result", "i": i, "ok": False, "error": {
                 "type": "NameError", "name": "NameError",
@@ -681,7 +708,7 @@ class Judge:
             elif kind == "import":
                 if not rec.get("ok"):
                     w.finish(kill=True)
-                    err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+                    err = _as_dict(rec.get("error"))
                     self.import_error = {"type": str(err.get("type", "Exception"))}
                     if self.phase == "visible":
                         self.import_error.update(
@@ -712,11 +739,11 @@ class Judge:
         rec = w.recv(min(deadline, self.budget_end))
         wall = time.monotonic() - start
         if isinstance(rec, dict) and rec.get("k") == "result" and rec.get("i") == i:
-            fields = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
+            fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
             if rec.get("ok"):
                 fields["value"] = rec.get("value")
             else:
-                fields["error"] = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+                fields["error"] = _as_dict(rec.get("error"))
             if isinstance(rec.get("m"), (int, float)):
                 fields["mem_mb"] = rec["m"]
             return fields

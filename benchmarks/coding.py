@@ -1,0 +1,187 @@
+"""Coding-v0 steps/s with the oracle policy beside one fresh subprocess per test, in one run.
+
+Each step is reset + step: it builds (or, for a repeated task id, looks up) a task with 10
+hidden tests plus its visible ones, and grades the oracle's program. llmgym runs the whole
+suite in one sandbox run on the warm zygote (namespaces, cgroups, seccomp, a judge and a
+worker process, verdicts on fd 3); the baseline runs every test as its own unisolated
+``subprocess.run([python, "-c", ...])`` and compares the printed result in the parent. Both
+grade the same tasks with the same oracle programs and the same number of worker threads.
+
+Two measures per row: steps/s on the wall clock (it depends on whatever else the machine is
+running), and CPU time per step summed over every process involved (this one, the sandbox's
+zygote and everything it forks, or the baseline's subprocesses), from which "steps/s if the
+cores were free" = cores / CPU per step. On a shared machine, compare the second.
+
+Run: python benchmarks/coding.py [--seconds 10] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import llmgym
+from llmgym.envs.coding import CodingEnv
+from llmgym.envs.coding.env import CachingSource
+from llmgym.envs.coding.families import FAMILIES
+from llmgym.envs.coding.harness import make_sandbox
+from llmgym.envs.coding.problem import Problem
+from llmgym.envs.coding.runner import decode
+from llmgym.rewards.coding import compare_output, values_equal
+from llmgym.tasks import ProceduralSource
+
+CALL_FAMILIES = [f.name for f in FAMILIES if not f.has_subtasks and not f.name.startswith("stdio_")]
+STDIO_FAMILIES = [f.name for f in FAMILIES if f.name.startswith("stdio_")]
+
+
+def task_ids(families: list[str], n: int, group: int) -> list[str]:
+    """``n`` task ids over ``families`` and difficulties, each repeated ``group`` times in a row
+    (a GRPO group samples one task G times)."""
+    source = ProceduralSource(FAMILIES, domain="coding")
+    ids = [source.build(families[i % len(families)], (i % 5) / 4, i).id for i in range(n)]
+    return [task_id for task_id in ids for _ in range(group)]
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _drive(
+    step: Callable[[int, int], bool], n: int, seconds: float, workers: int
+) -> dict[str, Any]:
+    """Call ``step(worker, i)`` from ``workers`` threads for ``seconds``; worker k takes items
+    k, k + workers, ... so a group of repeated ids is shared out as a trainer would."""
+    counts = [0] * workers
+    failures = [0] * workers
+    stop = time.perf_counter() + seconds
+
+    def loop(k: int) -> None:
+        i = k
+        while time.perf_counter() < stop:
+            failures[k] += not step(k, i % n)
+            counts[k] += 1
+            i += workers
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"steps": sum(counts), "elapsed": time.perf_counter() - start, "failures": sum(failures)}
+
+
+def _summary(run: dict[str, Any], cpu: float) -> dict[str, float]:
+    return {
+        "rate": run["steps"] / run["elapsed"],
+        "cpu_ms": 1000 * cpu / run["steps"],
+        "failures": run["failures"],
+    }
+
+
+def llmgym_rate(
+    ids: list[str], seconds: float, workers: int, cache: int, families: list[str]
+) -> dict[str, float]:
+    """reset + oracle step over ``workers`` threads (one env each, one sandbox)."""
+    sandbox = make_sandbox("local")
+    envs = [CodingEnv(sandbox=sandbox, task_cache=cache, families=families) for _ in range(workers)]
+    envs[0].reset(options={"task_id": ids[0]})
+    envs[0].step(envs[0].oracle_action())  # the zygote is up before the clock starts
+
+    def step(k: int, i: int) -> bool:
+        env = envs[k]
+        env.reset(options={"task_id": ids[i]})
+        return bool(env.step(env.oracle_action())[4]["is_success"])
+
+    cpu0 = _cpu()
+    run = _drive(step, len(ids), seconds, workers)
+    sandbox.close()  # the zygote exits: its CPU time, and its runs', lands in RUSAGE_CHILDREN
+    return _summary(run, _cpu() - cpu0)
+
+
+_ONE_CALL = """
+import json, sys
+{code}
+args = json.loads(sys.argv[1])
+print(json.dumps(globals()[{fn!r}](*args)))
+"""
+
+
+def grade_per_subprocess(problem: Problem) -> bool:
+    """Grade the oracle with one fresh, unisolated interpreter per test."""
+    code = problem.reference["python"]
+    ok = True
+    for test in problem.tests:
+        if problem.kind == "stdio":
+            out = subprocess.run([sys.executable, "-c", code], input=test["input"],
+                                 capture_output=True, text=True, timeout=10)  # fmt: skip
+            ok &= compare_output(out.stdout, test["output"], problem.compare["mode"])
+            continue
+        program = _ONE_CALL.format(code=code, fn=test["fn"])
+        out = subprocess.run([sys.executable, "-c", program, json.dumps(decode(test["args"]))],
+                             capture_output=True, text=True, timeout=10)  # fmt: skip
+        try:
+            got = json.loads(out.stdout)
+        except ValueError:
+            return False
+        ok &= values_equal(got, decode(test["expected"]), problem.compare["mode"])
+    return ok
+
+
+def baseline_rate(ids: list[str], seconds: float, workers: int, cache: int) -> dict[str, float]:
+    source = CachingSource(FAMILIES, domain="coding", size=cache)
+
+    def step(k: int, i: int) -> bool:
+        return grade_per_subprocess(Problem.from_answer(source.get(ids[i]).answer))
+
+    cpu0 = _cpu()
+    run = _drive(step, len(ids), seconds, workers)
+    return _summary(run, _cpu() - cpu0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    rows = []
+    for label, families, group in (
+        ("function-level, each task new", CALL_FAMILIES, 1),
+        ("function-level, GRPO groups of 8", CALL_FAMILIES, 8),
+        ("stdin/stdout, each task new", STDIO_FAMILIES, 1),
+    ):
+        ids = task_ids(families, 600 // group, group)
+        cache = 0 if group == 1 else 256
+        base = baseline_rate(ids, args.seconds, args.workers, cache)
+        ours = llmgym_rate(ids, args.seconds, args.workers, cache, families)
+        rows.append((f"{label}: a fresh subprocess per test (baseline)", base, base))
+        rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, base))
+    print(
+        f"llmgym {llmgym.__version__}: {args.workers} worker thread(s), {cores} cores, load "
+        f"average {os.getloadavg()[0]:.1f} at the end, {args.seconds:g} s per row, 10 hidden "
+        "tests per task\n"
+    )
+    print("| reset + oracle step | steps/s (wall) | CPU ms/step | steps/s if the cores were free "
+          "| vs baseline | failed |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, r, b in rows:
+        free = cores * 1000 / r["cpu_ms"]
+        print(
+            f"| {name} | {r['rate']:,.1f} | {r['cpu_ms']:,.1f} | {free:,.0f} | "
+            f"{b['cpu_ms'] / r['cpu_ms']:.1f}x | {r['failures']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
