@@ -5,8 +5,9 @@ A run lives in one output folder:
 - ``run.json``: what is being evaluated (envs, kwargs, seeds, samples, policy, settings);
   a resumed run must match it.
 - ``plan.json``: every episode's key, task id, sample index and reset seed, fixed once.
-- ``results.jsonl``: one line per finished episode, appended with a single write and an
-  fsync, so an interrupted run (even by SIGKILL) loses at most the episodes in flight;
+- ``results.jsonl``: one line per finished episode, appended with a single unbuffered write
+  (fsync'd at most once a second), so an interrupted run (even by SIGKILL) loses at most the
+  episodes in flight;
   running again resumes: finished keys are skipped, a torn last line is dropped, and the
   file is rewritten in plan order at the end.
 - ``provenance.json``, ``summary.json`` and ``report.html`` when the run completes.
