@@ -7,6 +7,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llmgym import error
@@ -59,6 +60,14 @@ class CachingSource(ProceduralSource):
 
 
 _FENCE_TAG = {"python": "python", "c": "c", "cpp": "cpp"}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an answer was not run: ``no_code`` or ``too_long`` (graded as a compile error)."""
+
+    status: str
+    reason: str
 
 
 class CodingEnv(LLMEnv):
@@ -283,18 +292,20 @@ class CodingEnv(LLMEnv):
 
     # --- grading ---------------------------------------------------------------------------------
 
-    def code_of(self, message: Message, problem: Problem, language: str) -> tuple[str | None, str]:
-        """The program in a message, or ``None`` and why not."""
+    def code_of(
+        self, message: Message, problem: Problem, language: str
+    ) -> tuple[str | None, Refusal | None]:
+        """The program in a message, or ``None`` and why it was refused."""
         code = extract_code(message.get("content") or "", language, which=self.extract_which)
         if code is None:
-            tags = ", ".join(LANGUAGE_TAGS[language][:2])
-            return None, (
+            return None, Refusal(
+                "no_code",
                 f"No {LANGUAGE_NAMES[language]} code found: put the program in a fenced code "
-                f"block (```{tags.split(',')[0]} ... ```)."
+                f"block (```{LANGUAGE_TAGS[language][0]} ... ```).",
             )
         if len(code) > self.max_code_chars:
-            return (
-                None,
+            return None, Refusal(
+                "too_long",
                 f"The program is {len(code)} characters long; the limit is {self.max_code_chars}.",
             )
         if problem.prelude and problem.entry_point:
@@ -303,14 +314,22 @@ class CodingEnv(LLMEnv):
                 code = problem.prelude.rstrip("\n") + "\n" + code
         if problem.header and language == "python":
             code = problem.header.rstrip("\n") + "\n" + code
-        return code, ""
+        return code, None
 
-    def judge(self, problem: Problem, code: str | None, why: str, language: str) -> Verdict:
-        """Run ``code`` (or record why there is none) against ``problem``'s tests."""
+    def judge(
+        self,
+        problem: Problem,
+        code: str | None,
+        refusal: Refusal | None,
+        language: str,
+        *,
+        static: bool = False,
+    ) -> Verdict:
+        """Run ``code`` against ``problem``'s tests, or record why nothing ran."""
         if code is None:
-            status = "too_long" if why.startswith("The program is") else "no_code"
-            return failed_verdict(status, language, problem, why)
-        verdict = run_tests(code, problem, language=language, sandbox=self.sandbox)
+            why = refusal or Refusal("no_code", "no program")
+            return failed_verdict(why.status, language, problem, why.reason)
+        verdict = run_tests(code, problem, language=language, sandbox=self.sandbox, static=static)
         if verdict.status == "sandbox_error":
             logger.warning("coding: sandbox error while grading: %s", verdict.detail)
         return verdict
@@ -321,8 +340,8 @@ class CodingEnv(LLMEnv):
         """The verdict on a message, its reward under the env's rubric and the step's info."""
         problem = self.problem(task)
         language = self.task_language(problem)
-        code, why = self.code_of(message, problem, language)
-        verdict = self.judge(problem, code, why, language)
+        code, refusal = self.code_of(message, problem, language)
+        verdict = self.judge(problem, code, refusal, language)
         result = sandbox_reward(verdict.facts(problem), self.rubric)
         if verdict.status == "sandbox_error":
             zero = {k: 0.0 for k in result.components}
@@ -365,7 +384,7 @@ class CodingEnv(LLMEnv):
     # --- subtasks (module tasks) ---------------------------------------------------------------
 
     def oracle_subtask(self, task: Task, subtask: Subtask) -> str:
-        return f"```python\n{str(subtask.answer['reference']).rstrip()}\n```"
+        return f"```python\n{subtask.answer['reference']['python'].rstrip()}\n```"
 
     def grade_subtask(self, task: Task, subtask: Subtask, message: Message) -> RewardResult:
         """Sequential mode: this step's function, run with the functions accepted so far."""
@@ -373,12 +392,13 @@ class CodingEnv(LLMEnv):
         assert ep is not None
         parts: list[str] = ep.extra.setdefault("parts", [])
         problem = self.problem(task)
-        code, why = self.code_of(message, problem, "python")
+        code, refusal = self.code_of(message, problem, "python")
         if code is None:
-            return RewardResult(0.0, {"correctness": 0.0}, why, False)
+            reason = refusal.reason if refusal else "no program"
+            return RewardResult(0.0, {"correctness": 0.0}, reason, False)
         fn = str(subtask.answer["fn"])
         sub_problem = select_tests(problem, [fn])
-        verdict = self.judge(sub_problem, "\n\n".join([*parts, code]), "", "python")
+        verdict = self.judge(sub_problem, "\n\n".join([*parts, code]), None, "python")
         if not verdict.compile_error:
             parts.append(code)
         score = verdict.pass_rate
@@ -423,8 +443,8 @@ class CodingEnv(LLMEnv):
                 "role": "assistant",
                 "content": "```python\n" + "\n\n".join(pieces) + "\n```",
             }
-        code, why = self.code_of(message, problem, "python")
-        verdict = self.judge(problem, code, why, "python")
+        code, refusal = self.code_of(message, problem, "python")
+        verdict = self.judge(problem, code, refusal, "python")
         weights = self._weights(list(ep.task.subtasks))
         total = 0.0
         for sub in ep.task.subtask_order():

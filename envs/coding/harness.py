@@ -307,7 +307,9 @@ def _request(sub: Submission, nonce: str) -> dict[str, Any]:
     # What one test may send back: 4x its expected answer (and at least 64 KiB); the result
     # channel holds that for every test, so an oversized answer fails its own test only.
     sizes = [
-        len(t["output"]) if "output" in t else len(json.dumps(t.get("expected")))
+        len(t["output"].encode("utf-8", "surrogatepass"))
+        if "output" in t
+        else len(json.dumps(t.get("expected")))
         for t in problem.tests
     ]
     per_test = max(_MIN_ANSWER_BYTES, 4 * max(sizes, default=0))

@@ -482,8 +482,16 @@ def module_task(
             Subtask(
                 id=name,
                 prompt=f"Write `{name}`.\n{body}",
-                answer={"fn": name, "reference": source_of(part.fn)},
-                verifier="coding_function",
+                # A coding answer of its own (for the ``unit_tests`` verifier), plus the name.
+                answer={
+                    "kind": "call",
+                    "entry_point": name,
+                    "fn": name,
+                    "tests": own,
+                    "reference": {"python": source_of(part.fn)},
+                    "limits": dict(DEFAULT_LIMITS),
+                },
+                verifier="unit_tests",
                 depends_on=part.depends_on,
             )
         )

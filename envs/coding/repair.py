@@ -7,9 +7,9 @@ from typing import Any
 
 from llmgym import error
 from llmgym.core import Message
-from llmgym.envs.coding.env import CachingSource, CodingEnv, describe
+from llmgym.envs.coding.env import CachingSource, CodingEnv, Refusal, describe
 from llmgym.envs.coding.extract import code_blocks, strip_reasoning
-from llmgym.envs.coding.harness import Verdict, failed_verdict, run_tests
+from llmgym.envs.coding.harness import Verdict
 from llmgym.envs.coding.patch import PatchError, apply_patch, looks_like_diff
 from llmgym.envs.coding.problem import Problem
 from llmgym.envs.coding.repair_tasks import REPAIR_FAMILIES
@@ -133,7 +133,7 @@ class CodeRepairEnv(CodingEnv):
     def render_prompt(self, task: Task) -> str:
         return task.prompt
 
-    def module_of(self, message: Message, task: Task) -> tuple[str | None, str, str]:
+    def module_of(self, message: Message, task: Task) -> tuple[str | None, Refusal | None, str]:
         """(module source or None, why not, answer format: ``"diff"`` or ``"module"``)."""
         meta = _repair_meta(task)
         text = strip_reasoning(message.get("content") or "")
@@ -148,31 +148,24 @@ class CodeRepairEnv(CodingEnv):
             diff = text  # a bare diff, no fences
         if diff is not None:
             if len(diff) > self.max_code_chars:
-                return (
-                    None,
-                    f"The diff is {len(diff)} characters long; the limit is {self.max_code_chars}.",
-                    "diff",
+                reason = (
+                    f"The diff is {len(diff)} characters long; the limit is {self.max_code_chars}."
                 )
+                return None, Refusal("too_long", reason), "diff"
             try:
-                return apply_patch(meta["original"], diff), "", "diff"
+                return apply_patch(meta["original"], diff), None, "diff"
             except PatchError as e:
-                return None, f"The diff does not apply: {e}", "diff"
-        code, why = self.code_of(message, self.problem(task), "python")
-        return code, why, "module"
+                return None, Refusal("no_code", f"The diff does not apply: {e}"), "diff"
+        code, refusal = self.code_of(message, self.problem(task), "python")
+        return code, refusal, "module"
 
     def evaluate(
         self, task: Task, message: Message
     ) -> tuple[Verdict, RewardResult, dict[str, Any]]:
         problem = self.problem(task)
         meta = _repair_meta(task)
-        module, why, form = self.module_of(message, task)
-        if module is None:
-            status = "too_long" if "characters long" in why else "no_code"
-            verdict = failed_verdict(status, "python", problem, why)
-        else:
-            verdict = run_tests(
-                module, problem, language="python", sandbox=self.sandbox, static=True
-            )
+        module, refusal, form = self.module_of(message, task)
+        verdict = self.judge(problem, module, refusal, "python", static=True)
         hidden = list(zip(problem.tests, verdict.tests, strict=True))
         hidden = [(t, r) for t, r in hidden if t["hidden"]]
         f2p = [r.passed for t, r in hidden if t.get("f2p")]

@@ -440,8 +440,11 @@ class Channel:
 
     def emit(self, kind: str, **fields: Any) -> None:
         fields["k"] = kind
-        line = f"{self.nonce}\t{json.dumps(fields, ensure_ascii=True, allow_nan=False)}\n"
-        _write_all(CHANNEL, line.encode())
+        try:  # UTF-8 keeps non-ASCII output at most 4 bytes a character (escapes take 6-12)
+            body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in a returned string
+            body = json.dumps(fields, ensure_ascii=True, allow_nan=False).encode()
+        _write_all(CHANNEL, self.nonce.encode() + b"\t" + body + b"\n")
 
 
 class _Reaped:

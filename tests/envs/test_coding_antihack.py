@@ -317,3 +317,21 @@ def test_encode_of_hostile_return_values_never_crashes_the_judge(env):
     )
     assert_no_gain(env, code)
     assert encode(1) == 1
+
+
+def test_stdio_programs_cannot_echo_hidden_inputs_into_the_feedback():
+    marker = 987654321
+    tests = [{"input": f"{n}\n", "output": f"{2 * n}\n", "hidden": False} for n in (1, 2)]
+    tests += [
+        {"input": f"{marker + n}\n", "output": f"{2 * (marker + n)}\n", "hidden": True}
+        for n in range(5)
+    ]
+    env = CodingEnv(
+        tasks=[{"id": "io", "prompt": "Double n.", "answer": {"kind": "stdio", "tests": tests}}]
+    )
+    env.reset(options={"task_id": "io"})
+    echo = "import sys\nn = sys.stdin.read()\nprint('seen', n, file=sys.stderr)\nprint(n)\nsys.exit(1)\n"
+    obs, reward, _, _, info = env.step(f"```python\n{echo}```")
+    text = obs + str(info["exec"]) + info["feedback"]
+    assert str(marker)[:6] not in text and "seen 1" in text
+    assert reward <= 0 and not info["is_success"]

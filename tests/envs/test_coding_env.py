@@ -66,11 +66,7 @@ def test_prompt_shows_signature_examples_and_answer_format(env):
         ("I believe the answer is to use a hash map.", "no_code", -5.0),
         ("```python\ndef two_sum(nums, target:\n```", "compile_error", -5.0),
         ("```python\ndef two_sum(nums, target):\n    return []\n```", None, None),
-        (
-            "```python\nimport time\ndef two_sum(nums, target):\n    time.sleep(60)\n```",
-            "timeout",
-            -2.0,
-        ),
+        ("```python\nimport time\ntime.sleep(60)\n```", "timeout", -2.0),  # at import
         ("```javascript\nfunction twoSum() {}\n```", "no_code", -5.0),
     ],
 )
@@ -262,3 +258,33 @@ def test_sandbox_failures_are_reported_not_rewarded():
     assert "not your fault" in info["feedback"]
     with pytest.raises(error.Error):
         CodingEnv(sandbox=42)
+
+
+def test_unit_tests_verifier_for_declarative_envs():
+    from llmgym.envs.declarative import DeclarativeEnv
+
+    gold = {
+        "kind": "call",
+        "entry_point": "double",
+        "tests": [
+            {"fn": "double", "args": [n], "expected": 2 * n, "hidden": True} for n in range(4)
+        ],
+    }
+    env = DeclarativeEnv(
+        tasks=[{"id": "d", "prompt": "Write double(x).", "answer": gold}],
+        verifier="llmgym.envs.coding.verify:unit_tests_verifier",
+    )
+    env.reset(seed=0)
+    assert env.step("```python\ndef double(x):\n    return x * 2\n```")[1] == 1.0
+    env.reset(seed=0)
+    assert env.step("```python\ndef double(x):\n    return x + 2\n```")[1] == 0.25
+    env.reset(seed=0)
+    assert env.step("no code")[1] == 0.0
+    module = CodingEnv(families=["module_text_stats"])
+    module.reset(seed=0)
+    sub = module.episode.task.subtasks[0]
+    assert sub.verifier == "unit_tests"
+    from llmgym.envs.coding.verify import unit_tests_verifier
+
+    assert unit_tests_verifier(module.oracle_subtask(module.episode.task, sub), sub.answer).success
+    assert unit_tests_verifier("x", {"kind": "nonsense"}).score == 0.0

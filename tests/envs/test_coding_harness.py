@@ -323,3 +323,18 @@ def test_run_tests_many_keeps_order():
 def test_malformed_task_answers_are_rejected(answer):
     with pytest.raises(error.InvalidTask):
         Problem.from_answer(answer)
+
+
+def test_non_ascii_output_fits_the_result_channel():
+    tests = [{"input": "", "output": "é" * 10, "hidden": i > 0} for i in range(8)]
+    problem = Problem.from_answer({"kind": "stdio", "tests": tests})
+    flood = "import sys\nsys.stdout.write('é' * (64 << 10))\n"  # as much as the cap allows
+    verdict = run_tests(flood, problem)
+    assert verdict.status != "protocol_error" and verdict.pass_rate == 0
+    assert run_tests("print('é' * 10)\n", problem).status == "passed"
+
+
+def test_lone_surrogates_in_returned_values():
+    tests = [{"fn": "f", "args": [], "expected": "\ud800", "hidden": True}]
+    problem = Problem.from_answer({"kind": "call", "entry_point": "f", "tests": tests})
+    assert run_tests("def f():\n    return '\\ud800'\n", problem).status == "passed"
