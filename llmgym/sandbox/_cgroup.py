@@ -28,13 +28,22 @@ _ROOT = "/sys/fs/cgroup"
 
 
 def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    finally:
+        os.close(fd)
 
 
 def _write(path: str, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -102,6 +111,17 @@ class CgroupRun:
             except OSError:
                 pass
         return sorted(out)
+
+    def tasks(self) -> list[int]:
+        """Thread ids in the run's cgroup (every thread of every process of the run)."""
+        for c, d in self.dirs.items():
+            try:
+                return [
+                    int(t) for t in _read(d + ("/cgroup.threads" if c == "" else "/tasks")).split()
+                ]
+            except (OSError, ValueError):
+                continue
+        return []
 
     def kill_all(self) -> None:
         """SIGKILL everything still in the cgroup (backstop: the run's pid namespace does it first)."""

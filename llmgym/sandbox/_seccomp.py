@@ -23,7 +23,7 @@ import platform
 import struct
 from typing import Any
 
-__all__ = ["SUPPORTED", "install", "supported_reason"]
+__all__ = ["SUPPORTED", "Filter", "install", "supported_reason"]
 
 # struct sock_filter codes (linux/filter.h)
 _LD_W_ABS = 0x20
@@ -260,15 +260,27 @@ _prctl = _libc.prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
 
 
+class Filter:
+    """A filter made ready to install: the BPF program and its ``sock_fprog``, built once
+    (in the zygote) so that installing it in a freshly forked program is one prctl call."""
+
+    def __init__(self, prog: bytes | None = None) -> None:
+        if prog is None:
+            prog = b"".join(build_filter())
+        self._buf = ctypes.create_string_buffer(prog, len(prog))
+        self._fprog = _SockFprog(len(prog) // 8, ctypes.addressof(self._buf))
+        self._ref = ctypes.byref(self._fprog)
+
+    def install(self) -> None:
+        """Install it on the calling thread; it then applies to everything it forks or execs."""
+        if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, self._ref, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
 def install(prog: bytes | None = None) -> None:
     """Install the filter (``build_filter()`` joined, by default) on the calling thread.
 
     It then applies to everything the thread later forks or execs.
     """
-    if prog is None:
-        prog = b"".join(build_filter())
-    buf = ctypes.create_string_buffer(prog, len(prog))
-    fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
-    if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+    Filter(prog).install()

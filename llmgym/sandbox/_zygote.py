@@ -4,34 +4,42 @@ Run as a plain script (``python -E -s _zygote.py CONFIG_JSON``) by the local bac
 init process of each container by the docker backend; it imports nothing from llmgym, only the
 standard library and ``_seccomp`` beside it.
 
-Process tree of one run, namespaces mode (local backend)::
+Processes of one run, namespaces mode (local backend)::
 
     parent (llmgym)  --socket-->  zygote Z (pid 1 of its own pid/mount/net/ipc/uts namespaces,
                                   a read-only root built from bind mounts, pre-imported stdlib)
-                                    fork, in a new pid namespace
-                                    -> run init I (pid 1 of the run: joins the run's cgroups,
-                                       new mount/ipc/net namespaces, private /tmp and /dev/shm,
-                                       fresh /proc, writes the files, enforces the wall limit,
-                                       reaps orphans, reports to the parent)
-                                         fork -> program P (pid 2: rlimits, no-new-privs, no
-                                                 capabilities, uid 65534, seccomp; then either
-                                                 execs the program or, for Python's fast path,
-                                                 runs the code in this already-warm interpreter)
+      fork, in a new pid namespace
+      -> run init I (pid 1 of the run: reaps orphans, nothing else; its death ends the run)
+      fork, into I's pid namespace
+      -> program P (pid 2, Z's child: makes the run's mount/IPC/net namespaces, a private /tmp
+         and /dev/shm, a fresh /proc; on its request writes the files, compiles, joins the
+         run's cgroups, then takes rlimits, no-new-privs, no capabilities, uid 65534, seccomp,
+         and execs the program or, for Python's fast path, runs the code in this warm
+         interpreter)
 
-When I exits the kernel kills every process left in the run's pid namespace, so daemons and
-double forks die with the run. In container mode (docker backend) Z is the container's init, runs
-one run at a time, makes I a child subreaper instead of a namespace init, and wipes /tmp,
-/dev/shm and SysV IPC objects before each run; the container supplies the rest of the isolation.
+Both are made ahead of the request (the "spare"), so a run's latency is what depends on it.
+When P ends, Z reaps it (wait status and rusage for the parent) and kills I: the kernel then
+kills every process left in the run's pid namespace, daemons and double forks included. I runs
+almost no Python (every page a forked process writes is a copy-on-write fault), which is why it
+is not the one that forks P. In container mode (docker backend) Z is the container's init and
+runs one run at a time: it forks P when the request comes, wipes /tmp, /dev/shm and SysV IPC
+objects before each run and kills every process left after it; the container supplies the rest
+of the isolation.
 
 Protocol: the parent sends one SOCK_SEQPACKET message per run: a JSON request plus file
-descriptors (payload memfd, stdin, stdout, stderr, result channel, control socket, cgroup.procs
-files). I sends JSON messages back on the control socket: ``started`` (with a pidfd of I, so the
-parent can kill the whole run without trusting Z), ``compiled``, then ``exit`` or ``error``.
+descriptors (control socket first, then payload memfd, stdin, stdout, stderr, result channel,
+status pipe, cgroup.procs files); Z forwards it to P without reading it. On the control socket
+the parent then gets ``started`` from Z (with a pidfd of I, or of P in a container: the kill
+switch), ``compiled`` and ``running`` from P before the program's code runs (``running`` brings
+the start time and a pidfd of P), and ``exit`` from Z (or ``error``).
 """
 
 from __future__ import annotations
 
+import _signal
+import atexit  # noqa: F401 - the fast path's bootstrap uses these: import them once, here
 import ctypes
+import fcntl
 import gc
 import json
 import os
@@ -42,7 +50,12 @@ import socket
 import struct
 import sys
 import time
-from typing import Any
+import traceback  # noqa: F401
+import types  # noqa: F401
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 try:  # imported as llmgym.sandbox._zygote (tests, type checking) or run as a script
     from . import _seccomp
@@ -315,7 +328,7 @@ def _llmgym_pyrun(path, status_fd):
         os.write(status_fd, b"C")
         os._exit(1)
     os.close(status_fd)
-    preexisting = set(sys.modules)
+    n_before = len(sys.modules)
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = builtins
@@ -352,8 +365,15 @@ def _llmgym_pyrun(path, status_fd):
     try:
         import gc
 
-        for name, mod in list(sys.modules.items()):
-            if name not in preexisting and getattr(mod, "__dict__", None) is not None:
+        # The program's modules are the newest entries: walk from the end (touching every
+        # module would copy their pages, each a page fault in this forked process).
+        new = []
+        for name in reversed(sys.modules):
+            if len(new) >= len(sys.modules) - n_before:
+                break
+            new.append(sys.modules[name])
+        for mod in new:
+            if getattr(mod, "__dict__", None) is not None:
                 mod.__dict__.clear()
         main.__dict__.clear()
         gc.collect()
@@ -366,12 +386,15 @@ def _llmgym_pyrun(path, status_fd):
             exit_code = exit_code or 120
     os._exit(exit_code)
 '''
-_SECCOMP_PROG = b"".join(_seccomp.build_filter()) if _seccomp.SUPPORTED else b""
+_SECCOMP = _seccomp.Filter() if _seccomp.SUPPORTED else None
 try:
     with open("/proc/sys/kernel/cap_last_cap") as _f:
         _LAST_CAP = int(_f.read())
 except OSError:  # pragma: no cover
     _LAST_CAP = 40
+_ZYGOTE_ENV = dict(os.environ)
+_SIGCHLD = int(signal.SIGCHLD)
+_SIG_DFL = int(signal.SIG_DFL)
 _boot_ns: dict[str, Any] = {}
 exec(PYBOOT, _boot_ns)
 
@@ -410,25 +433,19 @@ def become_program(
     env: dict[str, str],
     degraded: bool,
 ) -> None:
-    """In a freshly forked child: wire stdio, apply limits, shed every privilege."""
-    os.setsid()
-    set_name(b"llmgym-run")
-    prctl(PR_SET_DUMPABLE, 1)
-    if cfg["mode"] == "namespaces" and not cfg["userns"]:
-        try:
-            write_file("/proc/self/oom_score_adj", "0")
-        except OSError:
-            pass
+    """In the program's process: wire stdio, apply limits, shed every privilege."""
+    # stdio first, so that a failure below can still be told on fd 2 and the status fd 4.
     # Move the sources out of the way first: a source may sit on another one's target number.
-    import fcntl
-
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in stdio]
     for target, fd in enumerate(high):
         os.dup2(fd, target)
-    os.closerange(len(stdio), 1 << 16)
-    # The zygote set every other disposition as a program expects; init only added SIGCHLD.
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.closerange(len(stdio), 1 << 20)
+    os.setsid()
+    prctl(PR_SET_DUMPABLE, 1)
+    # The zygote set every other disposition as a program expects; only SIGCHLD was its own.
+    # (_signal: the C module; signal's wrappers would build enums, page faults after a fork.)
+    _signal.set_wakeup_fd(-1)
+    _signal.signal(_SIGCHLD, _SIG_DFL)
     cpu = max(1, int(-(-float(limits["cpu_limit_s"]) // 1)))
     _set_rlimit(resource.RLIMIT_CPU, cpu, cpu + 1)
     _set_rlimit(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
@@ -441,12 +458,12 @@ def become_program(
         _set_rlimit(resource.RLIMIT_AS, int(limits["memory_mb"]) * (1 << 20) + vm + (64 << 20))
     os.chdir("/tmp")
     os.umask(0o022)
-    if env != os.environ:  # the zygote runs with the default environment already
+    if env != _ZYGOTE_ENV:  # the zygote runs with the default environment already
         os.environ.clear()
         os.environ.update(env)
     _drop_privileges(cfg)
-    if cfg["seccomp"]:
-        _seccomp.install(_SECCOMP_PROG)
+    if cfg["seccomp"] and _SECCOMP is not None:
+        _SECCOMP.install()
 
 
 def _vm_size() -> int:
@@ -469,12 +486,15 @@ def _exec(argv: list[str], env: dict[str, str]) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# The run's init
+# Messages
 # ----------------------------------------------------------------------------------------------
 
 
 def _send(sock: socket.socket, msg: dict[str, Any], fds: list[int] | None = None) -> None:
-    data = json.dumps(msg).encode()
+    _send_raw(sock, json.dumps(msg).encode(), fds)
+
+
+def _send_raw(sock: socket.socket, data: bytes, fds: Sequence[int] | None = None) -> None:
     try:
         if fds:
             sock.sendmsg(
@@ -484,6 +504,44 @@ def _send(sock: socket.socket, msg: dict[str, Any], fds: list[int] | None = None
             sock.send(data)
     except OSError:
         pass  # the parent is gone or gave up on this run: nobody to tell
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, list[int], bool]:
+    """One message: (data, file descriptors, whether any of it was cut off)."""
+    data, ancdata, flags, _addr = sock.recvmsg(
+        MAX_MSG, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+    )
+    fds: list[int] = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            n = len(payload) // 4
+            fds.extend(struct.unpack(f"{n}i", payload[: n * 4]))
+    return data, fds, bool(flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC))
+
+
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _set_comm(name: bytes) -> None:
+    """The process name ``ps`` and ``perf`` show; cheaper than a ctypes prctl after a fork."""
+    try:
+        fd = os.open("/proc/self/comm", os.O_WRONLY)
+        try:
+            os.write(fd, name)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+# ----------------------------------------------------------------------------------------------
+# Setting up a run, in the program's process before its code runs
+# ----------------------------------------------------------------------------------------------
 
 
 def _read_payload(fd: int) -> list[tuple[str, int, bytes]]:
@@ -500,7 +558,7 @@ def _read_payload(fd: int) -> list[tuple[str, int, bytes]]:
     return [(p, mode, bytes(blob[off : off + n])) for p, mode, off, n in header["files"]]
 
 
-def _write_files(files: list[tuple[str, int, bytes]], owner: tuple[int, int] | None) -> None:
+def _write_files(files: list[tuple[str, int, bytes]]) -> None:
     for rel, mode, content in files:
         path = "/tmp/" + rel
         parent = os.path.dirname(path)
@@ -514,13 +572,12 @@ def _write_files(files: list[tuple[str, int, bytes]], owner: tuple[int, int] | N
             while view:
                 view = view[os.write(fd, view) :]
             os.fchmod(fd, mode)
-            if owner is not None:
-                os.fchown(fd, *owner)
         finally:
             os.close(fd)
 
 
 def _setup_run_namespaces(cfg: dict[str, Any]) -> None:
+    """The run's own mount, IPC and (unless shared) network namespaces, /tmp, /dev/shm, /proc."""
     flags = CLONE_NEWNS | CLONE_NEWIPC
     if not cfg["network"]:
         flags |= CLONE_NEWNET
@@ -539,7 +596,7 @@ def _resize_tmp(size_mb: int) -> None:
 
 
 class _Reaper:
-    """Reaps every child of this init; wakes up on SIGCHLD through a pipe."""
+    """Reaps every child of this process; wakes up on SIGCHLD through a pipe."""
 
     def __init__(self) -> None:
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -557,99 +614,14 @@ class _Reaper:
                 return
             self.statuses[pid] = (status, ru)
 
-    def wait(self, pid: int, start: float, limit: float, starved_before: float) -> bool:
-        """Wait for ``pid`` to end; False when its wall limit passes first.
-
-        The limit counts the time since ``start`` (monotonic) minus the time the run's tasks
-        spent runnable but waiting for a CPU (``starved_s``, up to ``STARVATION_CREDIT`` times
-        ``limit``): on a host busy with other work a program is not charged for CPU it was
-        never given, while a sleeping or blocked program is killed on time.
-        """
-        deadline = start + limit
-        cap = start + limit * (1 + STARVATION_CREDIT)
-        while True:
-            self.reap()
-            if pid in self.statuses:
-                return True
-            now = time.monotonic()
-            if now >= deadline and deadline < cap:
-                deadline = min(cap, start + limit + starved_s(pid, starved_before))
-            remaining = deadline - now
-            if remaining <= 0:
-                return False
-            select.select([self.wake_r], [], [], min(remaining, 1.0))
-            try:
-                os.read(self.wake_r, 512)
-            except BlockingIOError:
-                pass
-
-    def kill_all_and_reap(self) -> None:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        while True:
-            try:
-                pid, status, ru = os.wait4(-1, 0)
-            except ChildProcessError:
-                return
-            except InterruptedError:
-                continue
-            self.statuses[pid] = (status, ru)
-
-
-STARVATION_CREDIT = 3.0
-"""A run's wall limit stretches by the time it waited for a CPU, up to this many limits."""
-
-
-def _run_delay_s(pid: int | str, tid: int | str) -> float:
-    """Seconds task ``tid`` of ``pid`` has spent runnable but waiting for a CPU (0 if unknown)."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):  # no CONFIG_SCHED_INFO, or the task is gone
-        return 0.0
-
-
-def starved_s(prog: int, prog_before: float) -> float:
-    """The longest CPU wait of any live task of the run since the program was let go.
-
-    Every process this init can see belongs to the run (its own /proc), except itself. A task
-    that started after the go waited all of its ``run_delay``; the program's main thread only
-    what it waited since (``prog_before``). The maximum, not the sum: concurrent waits overlap.
-    """
-    me = os.getpid()
-    worst = 0.0
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
-    except OSError:
-        return 0.0
-    for p in pids:
-        try:
-            tids = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tids:
-            waited = _run_delay_s(p, t)
-            if int(t) == prog:
-                waited -= prog_before
-            worst = max(worst, waited)
-    return worst
-
-
-def _cpu_of(ru: Any) -> float:
-    return float(ru.ru_utime + ru.ru_stime)
-
 
 def _compile_phase(
-    req: dict[str, Any],
-    cfg: dict[str, Any],
-    reaper: _Reaper,
-    env: dict[str, str],
-    degraded: bool,
-    cg_fds: list[int],
+    req: dict[str, Any], cfg: dict[str, Any], env: dict[str, str], cg_fds: list[int]
 ) -> dict[str, Any]:
+    """Run the compiler (in its own cgroup, with its own limits) to its end or its deadline."""
     limits = req["compile_limits"]
+    degraded = bool(req["degraded"])
+    reaper = _Reaper()
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
     t0 = time.monotonic()
@@ -694,14 +666,15 @@ def _compile_phase(
             except BlockingIOError:
                 pass
     os.close(out_r)
-    # Nothing of the compile step outlives it (the program's process, waiting, is spared).
+    # Nothing of the compile step outlives it: the compiler and what it started run as one
+    # session (become_program), and any that left it is in the compile cgroup the parent kills.
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    while pid not in reaper.statuses:
+    while True:
         try:
-            done, wstatus, ru = os.wait4(pid, 0)
+            done, wstatus, ru = os.wait4(-1, 0)
             reaper.statuses[done] = (wstatus, ru)
         except ChildProcessError:
             break
@@ -732,65 +705,113 @@ def _split_fds(names: list[str], fds: list[int]) -> dict[str, Any]:
     return fdmap
 
 
-def warm_init(cfg: dict[str, Any], zsock: socket.socket) -> None:
-    """A run's init, made ahead of its request: namespaces, mounts and the program's process
-    are ready before the request comes, so a run's latency is only what depends on it."""
-    set_name(b"llmgym-init")
-    namespaces = cfg["mode"] == "namespaces"
-    if namespaces:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if not cfg["userns"]:
-            try:  # the memory-limit OOM killer must pick the program, not this init
-                write_file("/proc/self/oom_score_adj", "-1000")
-            except OSError:
-                pass
+def _run_delay_s() -> float:
+    """Seconds this thread spent runnable but waiting for a CPU (0 where the kernel can't say)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# The run's two processes
+# ----------------------------------------------------------------------------------------------
+
+
+def run_init() -> None:
+    """pid 1 of a run's pid namespace (namespaces mode): reaps orphans until it is killed.
+
+    Its death is the run's end: the kernel then kills every process left in the namespace. It
+    runs as little Python as it can (every page it writes is a copy-on-write fault), and it
+    ignores what the run's processes send it (a namespace's init only gets signals it handles).
+    """
+    _set_comm(b"llmgym-init")
+    os.closerange(3, 1 << 20)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:  # no child yet, or none left: sleep until the next one ends
+            signal.sigwait({signal.SIGCHLD})
+        except InterruptedError:
+            pass
+
+
+def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
+    """The program's process of the next run, made ahead (namespaces mode). Never returns.
+
+    Pid 2 of the run's pid namespace (the zygote forked it there), it makes the run's mount,
+    IPC and network namespaces, mounts /tmp, /dev/shm and /proc, then waits for its request.
+    """
+    _set_comm(b"llmgym-run")
+    keep = sock.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 20)
+    try:
+        if not cfg["userns"]:  # the program is what a memory limit's OOM killer must choose
+            write_file("/proc/self/oom_score_adj", "0")
         _setup_run_namespaces(cfg)
-    else:
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-    prctl(PR_SET_DUMPABLE, 0)
-    reaper = _Reaper()
-    go_init, go_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    prog = os.fork()
-    if prog == 0:
-        zsock.close()
-        go_init.close()
-        warm_program(cfg, go_prog)
-    go_prog.close()
-    try:
-        req, fds = _recv(zsock)
+        data, fds, truncated = _recv(sock)
     except OSError:
-        req, fds = None, []
-    zsock.close()
-    if req is None or len(fds) != len(req["fds"]):
         os._exit(0)
-    fdmap = _split_fds(req["fds"], fds)
-    ctrl = socket.socket(fileno=fdmap["control"])
+    sock.close()
+    if not data or truncated:
+        _close_all(fds)
+        os._exit(0)
+    program(cfg, data, fds)
+
+
+def program(cfg: dict[str, Any], data: bytes, fds: list[int]) -> None:
+    """One run's program, from its request to its end: never returns.
+
+    Until it becomes the program (``become_program``) this process is the sandbox's own and
+    trusted: it sizes /tmp, writes the files, runs the compile step, joins the run's cgroups
+    and tells the parent it starts (``running``); then it sheds every privilege and runs code.
+    """
+    ctrl: socket.socket | None = None
     try:
-        _run_init(req, fdmap, cfg, ctrl, reaper, prog, go_init)
-    except BaseException as exc:  # the sandbox failed, not the program
-        _send(ctrl, {"type": "error", "detail": f"{type(exc).__name__}: {exc}"})
+        req = json.loads(data)
+        fdmap = _split_fds(req["fds"], fds)
+    except (ValueError, KeyError, TypeError):
+        if fds:  # the control socket comes first
+            _send(socket.socket(fileno=fds[0]), {"type": "error", "detail": "malformed request"})
         os._exit(70)
-    os._exit(0)
-
-
-def warm_program(cfg: dict[str, Any], go: socket.socket) -> None:
-    """The program's process, waiting for its go. Never returns."""
     try:
-        msg, fds = _recv(go)
-    except OSError:
-        os._exit(0)
-    if msg is None:
-        os._exit(0)
-    try:
-        fdmap = _split_fds(msg["fds"], fds)
+        ctrl = socket.socket(fileno=fdmap["control"])
+        if cfg["mode"] == "namespaces":
+            _resize_tmp(req["tmp_mb"])
+        _write_files(_read_payload(fdmap["payload"]))
+        os.close(fdmap["payload"])
+        env = req["env"]
+        if req.get("compile_argv") is not None:
+            result = _compile_phase(req, cfg, env, fdmap["cg_compile"])
+            status = result["status"]
+            ok = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            ok = ok and not result["timed_out"]
+            _send(ctrl, {"type": "compiled", "ok": ok, **result})
+            if not ok:
+                os._exit(0)
+        _close_all(fdmap["cg_compile"])
         _join_cgroup(fdmap["cg_run"])
+        me = os.pidfd_open(os.getpid())
+        running = {"type": "running", "t": time.monotonic(), "waited": _run_delay_s()}
+        _send(ctrl, running, [me])
+        os.close(me)
+        ctrl.close()
+        ctrl = None
+    except BaseException as exc:  # the sandbox failed, not the program
+        if ctrl is not None:
+            _send(ctrl, {"type": "error", "detail": f"{type(exc).__name__}: {exc}"})
+        os._exit(70)
+    try:
         stdio = [fdmap[k] for k in ("stdin", "stdout", "stderr", "result", "status")]
-        become_program(cfg, msg["limits"], stdio, msg["env"], msg["degraded"])
-        if msg["inproc"]:
-            _boot_ns["_llmgym_pyrun"]("/tmp/" + msg["main"], 4)
-        if not msg["pyboot"]:
+        become_program(cfg, req["limits"], stdio, env, req["degraded"])
+        if req["inproc"]:
+            _boot_ns["_llmgym_pyrun"]("/tmp/" + req["main"], 4)
+        if not req["pyboot"]:
             os.close(4)
-        _exec(msg["argv"], msg["env"])
+        _exec(req["argv"], env)
     except BaseException as exc:
         try:
             os.write(2, f"sandbox: program setup failed: {exc}\n".encode())
@@ -798,79 +819,6 @@ def warm_program(cfg: dict[str, Any], go: socket.socket) -> None:
         except OSError:
             pass
     os._exit(127)
-
-
-def _run_init(
-    req: dict[str, Any],
-    fds: dict[str, Any],
-    cfg: dict[str, Any],
-    ctrl: socket.socket,
-    reaper: _Reaper,
-    prog: int,
-    go: socket.socket,
-) -> None:
-    namespaces = cfg["mode"] == "namespaces"
-    # The parent's kill switch: this init in a namespace (its death ends the namespace), or, in a
-    # container, the program (the zygote is the init there and must survive).
-    pidfd = os.pidfd_open(os.getpid() if namespaces else prog)
-    _send(ctrl, {"type": "started"}, [pidfd])
-    os.close(pidfd)
-    if namespaces:
-        _resize_tmp(req["tmp_mb"])
-    files = _read_payload(fds["payload"])
-    os.close(fds["payload"])
-    _write_files(files, None)
-    degraded = bool(req["degraded"])
-    env = req["env"]
-    if req.get("compile_argv") is not None:
-        result = _compile_phase(req, cfg, reaper, env, degraded, fds["cg_compile"])
-        status = result["status"]
-        ok = status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-        ok = ok and not result["timed_out"]
-        _send(ctrl, {"type": "compiled", "ok": ok, **result}, None)
-        if not ok:
-            return
-    for fd in fds["cg_compile"]:
-        os.close(fd)
-    status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    stdio = {k: fds[k] for k in ("stdin", "stdout", "stderr", "result")}
-    stdio["status"] = status_w
-    names = list(stdio) + [f"cg_run:{i}" for i in range(len(fds["cg_run"]))]
-    go_fds = list(stdio.values()) + fds["cg_run"]
-    limits = req["limits"]
-    go_msg = {k: req[k] for k in ("limits", "env", "degraded", "inproc", "pyboot", "main", "argv")}
-    go_msg["fds"] = names
-    ru_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    waited_before = _run_delay_s(prog, prog)  # the program is blocked on its go: a still value
-    t0 = time.monotonic()
-    _send(go, go_msg, go_fds)
-    for fd in go_fds:
-        os.close(fd)
-    go.close()
-    finished = reaper.wait(prog, t0, float(limits["wall_time_s"]), waited_before)
-    wall = time.monotonic() - t0
-    reaper.kill_all_and_reap()
-    status, ru = reaper.statuses[prog]
-    os.set_blocking(status_r, False)
-    try:
-        marker = os.read(status_r, 16)
-    except BlockingIOError:
-        marker = b""
-    os.close(status_r)
-    total = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _send(
-        ctrl,
-        {
-            "type": "exit",
-            "status": status,
-            "timed_out": not finished,
-            "wall": wall,
-            "cpu": _cpu_of(total) - _cpu_of(ru_before),
-            "maxrss_kb": ru.ru_maxrss,
-            "pycompile_error": marker == b"C",
-            "setup_error": marker == b"E",
-        },
-    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -911,20 +859,6 @@ def _remove_sysv_ipc() -> None:
             getattr(libc, ctl)(ident, 0, 0)  # IPC_RMID == 0
 
 
-def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    data, ancdata, _flags, _addr = sock.recvmsg(
-        MAX_MSG, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
-    )
-    fds: list[int] = []
-    for level, kind, payload in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            n = len(payload) // 4
-            fds.extend(struct.unpack(f"{n}i", payload[: n * 4]))
-    if not data:
-        return None, fds
-    return json.loads(data), fds
-
-
 def _preload(modules: list[str]) -> None:
     for name in modules:
         try:
@@ -933,8 +867,36 @@ def _preload(modules: list[str]) -> None:
             pass
 
 
-class _Spares:
-    """The zygote's one pre-made run (init + program), replaced as soon as it is used."""
+_STARTED = json.dumps({"type": "started"}).encode()
+
+
+class _Run:
+    """A run in flight, seen from the zygote: its program, its kill switch, its control socket."""
+
+    __slots__ = ("ctrl", "init", "kill_fd", "prog", "prog_done")
+
+    def __init__(self, prog: int, init: int | None, kill_fd: int, ctrl: int) -> None:
+        self.prog, self.init, self.kill_fd, self.ctrl = prog, init, kill_fd, ctrl
+        self.prog_done = False
+
+
+class _Spare:
+    __slots__ = ("init", "init_fd", "prog", "sock")
+
+    def __init__(self, init: int, init_fd: int, prog: int, sock: socket.socket) -> None:
+        self.init, self.init_fd, self.prog, self.sock = init, init_fd, prog, sock
+
+
+class Zygote:
+    """The zygote's state: runs in flight, the spare run (namespaces mode), the SIGCHLD pipe.
+
+    Namespaces mode: each run is an init (pid 1 of a new pid namespace, see :func:`run_init`)
+    and a program forked into that namespace by the zygote (:func:`spare_program`), both made
+    ahead of the request. The program is the zygote's child, so the zygote reaps it, reports its
+    wait status and rusage to the parent, and kills the init: the run's end. Container mode:
+    one run at a time; the program is forked when its request comes, and when it ends the
+    zygote (the container's init) kills every process left.
+    """
 
     def __init__(self, cfg: dict[str, Any], sock: socket.socket) -> None:
         self.cfg = cfg
@@ -943,86 +905,208 @@ class _Spares:
         self.own_pidns = (
             os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if self.namespaces else -1
         )
-        self.spare: tuple[int, socket.socket] | None = None
-        self.used: set[int] = set()
+        self.runs: dict[int, _Run] = {}  # by program pid
+        self.inits: dict[int, _Run] = {}  # by init pid, until the init is reaped
+        self.spare: _Spare | None = None
+        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
 
-    def make(self) -> None:
-        zs, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = -1
-        if self.namespaces:
-            unshare(CLONE_NEWPID)
+    # -- namespaces mode -------------------------------------------------------------------
+
+    def make_spare(self) -> None:
+        unshare(CLONE_NEWPID)
+        init = -1
         try:
-            pid = os.fork()
+            init = os.fork()
+            if init == 0:
+                run_init()
         finally:
-            if self.namespaces and pid != 0:
+            if init != 0:
                 setns(self.own_pidns, CLONE_NEWPID)  # the next fork needs a fresh one again
-        if pid == 0:
+        init_fd = os.pidfd_open(init)
+        zs, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        prog = -1
+        try:
+            ns = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                setns(ns, CLONE_NEWPID)
+            finally:
+                os.close(ns)
+            try:
+                prog = os.fork()
+                if prog == 0:
+                    zs.close()
+                    spare_program(self.cfg, child)
+            finally:
+                if prog != 0:
+                    setns(self.own_pidns, CLONE_NEWPID)
+        except OSError:
+            signal.pidfd_send_signal(init_fd, signal.SIGKILL)
+            os.close(init_fd)
             zs.close()
-            self.sock.close()
-            if self.own_pidns >= 0:
-                os.close(self.own_pidns)
-            warm_init(self.cfg, child)
-        child.close()
-        self.spare = (pid, zs)
+            raise
+        finally:
+            child.close()
+        self.spare = _Spare(init, init_fd, prog, zs)
 
-    def take(self) -> tuple[int, socket.socket]:
-        if self.spare is None or _exited(self.spare[0]):
-            if self.spare is not None:
-                self.spare[1].close()
-            self.make()
-        assert self.spare is not None
+    def _drop_spare(self) -> None:
         spare, self.spare = self.spare, None
-        self.used.add(spare[0])
-        return spare
+        if spare is not None:
+            signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)  # the program dies with it
+            os.close(spare.init_fd)
+            spare.sock.close()
 
+    def start_in_namespaces(self, data: bytes, fds: list[int]) -> None:
+        if self.spare is None:
+            self.make_spare()
+        spare = self.spare
+        assert spare is not None
+        self.spare = None
+        ctrl = fds[0]
+        run = _Run(spare.prog, spare.init, spare.init_fd, ctrl)
+        self.runs[spare.prog] = run
+        self.inits[spare.init] = run
+        _send_raw(socket.socket(fileno=os.dup(ctrl)), _STARTED, [spare.init_fd])
+        try:
+            spare.sock.sendmsg(
+                [data],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))],
+            )
+        except OSError as exc:  # the spare program is gone: end this run, say why
+            _send(socket.socket(fileno=os.dup(ctrl)), {"type": "error", "detail": str(exc)})
+            signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)
+        finally:
+            spare.sock.close()
+        _close_all(fds[1:])
 
-_container_reaper: _Reaper | None = None
+    # -- container mode --------------------------------------------------------------------
 
+    def start_in_container(self, data: bytes, fds: list[int]) -> None:
+        # One run at a time: what the last one left is wiped before this one starts.
+        _wipe("/tmp")
+        _wipe("/dev/shm")
+        _remove_sysv_ipc()
+        prog = os.fork()
+        if prog == 0:
+            self.sock.close()
+            os.close(self.wake_r)
+            program(self.cfg, data, fds)
+        kill_fd = os.pidfd_open(prog)
+        run = _Run(prog, None, kill_fd, fds[0])
+        self.runs[prog] = run
+        _send_raw(socket.socket(fileno=os.dup(fds[0])), _STARTED, [kill_fd])
+        _close_all(fds[1:])
 
-def _container_run(
-    cfg: dict[str, Any], sock: socket.socket, req: dict[str, Any], fds: list[int]
-) -> None:
-    """Container mode: the zygote (pid 1, deaf to its runs' signals) is the run's init itself."""
-    global _container_reaper
-    if _container_reaper is None:
-        _container_reaper = _Reaper()
-    reaper = _container_reaper
-    reaper.statuses.clear()
-    fdmap = _split_fds(req["fds"], [os.dup(fd) for fd in fds])
-    ctrl = socket.socket(fileno=fdmap["control"])
-    go_init, go_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    prog = os.fork()
-    if prog == 0:
-        sock.close()
-        ctrl.close()
-        go_init.close()
-        warm_program(cfg, go_prog)
-    go_prog.close()
-    try:
-        _run_init(req, fdmap, cfg, ctrl, reaper, prog, go_init)
-    except BaseException as exc:  # the sandbox failed, not the program
-        _send(ctrl, {"type": "error", "detail": f"{type(exc).__name__}: {exc}"})
-        reaper.kill_all_and_reap()
-        # Best effort on this rare path: some of these were closed already.
-        for key, value in fdmap.items():
-            for fd in value if isinstance(value, list) else [value]:
-                if key != "control":
-                    try:
-                        os.close(fd)
-                    except OSError:
+    # -- both ------------------------------------------------------------------------------
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            run = self.runs.pop(pid, None)
+            if run is not None:
+                self._program_ended(run, status, ru)
+                continue
+            run = self.inits.pop(pid, None)
+            if run is not None:
+                run.init = None
+                self._release(run)
+                continue
+            spare = self.spare
+            if spare is not None and pid in (spare.init, spare.prog):
+                self.spare = None
+                if pid == spare.prog:  # a spare that died before its run: end its namespace
+                    signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)
+                    self.inits[spare.init] = _Run(spare.prog, spare.init, spare.init_fd, -1)
+                    self.inits[spare.init].prog_done = True
+                else:
+                    os.close(spare.init_fd)
+                spare.sock.close()
+
+    def _program_ended(self, run: _Run, status: int, ru: Any) -> None:
+        run.prog_done = True
+        if self.namespaces:
+            try:  # the run's end: every process left in its namespace dies with its init
+                signal.pidfd_send_signal(run.kill_fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            try:  # the container's init is this process: nothing else of ours is left to spare
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _wait_all_children()
+        report = {
+            "type": "exit",
+            "status": status,
+            "cpu": _cpu_of(ru),
+            "maxrss_kb": ru.ru_maxrss,
+            "t": time.monotonic(),
+        }
+        _send(socket.socket(fileno=run.ctrl), report)  # closed with the socket object
+        run.ctrl = -1
+        self._release(run)
+
+    def _release(self, run: _Run) -> None:
+        """Close the kill switch once neither the program nor the init needs it any more."""
+        if run.prog_done and run.init is None and run.kill_fd >= 0:
+            os.close(run.kill_fd)
+            run.kill_fd = -1
+
+    def serve(self) -> None:
+        if self.namespaces:
+            self.make_spare()
+        self.sock.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
+        sock_fd = self.sock.fileno()
+        while True:
+            try:
+                ready, _, _ = select.select([sock_fd, self.wake_r], [], [])
+            except InterruptedError:
+                continue
+            if self.wake_r in ready:
+                try:
+                    while os.read(self.wake_r, 512):
                         pass
-    finally:
-        reaper.kill_all_and_reap()
-        go_init.close()
-        ctrl.close()
+                except BlockingIOError:
+                    pass
+            self.reap()
+            if sock_fd not in ready:
+                continue
+            try:
+                data, fds, truncated = _recv(self.sock)
+            except InterruptedError:
+                continue
+            except OSError:
+                data, fds, truncated = b"", [], False
+            if not data and not fds:  # the parent is gone: take every run down with us
+                os._exit(0)
+            if truncated or not data or not fds:
+                if fds:
+                    detail = {"type": "error", "detail": "request cut off (too many files?)"}
+                    _send(socket.socket(fileno=os.dup(fds[0])), detail)
+                _close_all(fds)
+                continue
+            try:
+                if self.namespaces:
+                    self.start_in_namespaces(data, fds)
+                    self.make_spare()
+                else:
+                    self.start_in_container(data, fds)
+            except OSError as exc:
+                ctrl = socket.socket(fileno=os.dup(fds[0]))
+                _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})
+                ctrl.close()
+                if fds[0] not in (r.ctrl for r in self.runs.values()):
+                    _close_all(fds)
 
 
-def _exited(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return done != 0
+def _cpu_of(ru: Any) -> float:
+    return float(ru.ru_utime + ru.ru_stime)
 
 
 def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
@@ -1037,53 +1121,10 @@ def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    zygote = Zygote(cfg, sock)
     gc.collect()
     gc.freeze()  # keeps forked children from touching (and copying) the zygote's objects
-    spares = _Spares(cfg, sock)
-    if namespaces:
-        spares.make()
-    sock.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
-    while True:
-        try:
-            ready, _, _ = select.select([sock], [], [], 1.0)
-        except InterruptedError:
-            continue
-        _reap_children()
-        if not ready:
-            continue
-        try:
-            req, fds = _recv(sock)
-        except (ConnectionResetError, InterruptedError):
-            req, fds = None, []
-        if req is None:  # the parent is gone: take every run down with us
-            os._exit(0)
-        if len(fds) != len(req["fds"]):
-            for fd in fds:
-                os.close(fd)
-            continue
-        if not namespaces:  # one run at a time per container: clean up after the last one
-            _wait_all_children()
-            _wipe("/tmp")
-            _wipe("/dev/shm")
-            _remove_sysv_ipc()
-        try:
-            if namespaces:
-                pid, zs = spares.take()
-                _send(zs, req, fds)
-                zs.close()
-            else:
-                _container_run(cfg, sock, req, fds)
-        except OSError as exc:
-            ctrl = socket.socket(fileno=os.dup(fds[req["fds"].index("control")]))
-            _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})
-            ctrl.close()
-        for fd in fds:
-            os.close(fd)
-        if namespaces:
-            try:
-                spares.make()
-            except OSError:
-                pass  # retried at the next request
+    zygote.serve()
 
 
 def _drop_bounding_set() -> None:
@@ -1097,16 +1138,6 @@ def _drop_bounding_set() -> None:
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     except OSError:
         pass
-
-
-def _reap_children() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _wait_all_children() -> None:

@@ -308,24 +308,26 @@ class _Agent:
                 os.unlink(path)
             except OSError:
                 pass
-        self._oom_file = self._find_oom_file()
+        self._cgroup = self._find_cgroup()
 
-    def _find_oom_file(self) -> str | None:
+    def _find_cgroup(self) -> tuple[int, str] | None:
+        """(cgroup version, directory) of the container's memory cgroup, as the host sees it."""
         cid = self.container.id
-        for path in (
-            f"/sys/fs/cgroup/memory/docker/{cid}/memory.oom_control",
-            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.events",
-            f"/sys/fs/cgroup/docker/{cid}/memory.events",
+        for version, path in (
+            (1, f"/sys/fs/cgroup/memory/docker/{cid}"),
+            (2, f"/sys/fs/cgroup/system.slice/docker-{cid}.scope"),
+            (2, f"/sys/fs/cgroup/docker/{cid}"),
         ):
-            if os.path.exists(path):
-                return path
+            if os.path.isdir(path):
+                return version, path
         return None
 
     def oom_kills(self) -> int:
-        if self._oom_file is None:
+        if self._cgroup is None:
             return 0
+        version, path = self._cgroup
         try:
-            with open(self._oom_file) as f:
+            with open(path + ("/memory.oom_control" if version == 1 else "/memory.events")) as f:
                 for line in f:
                     key, _, value = line.partition(" ")
                     if key == "oom_kill":
@@ -353,15 +355,65 @@ class _Agent:
         shutil.rmtree(self.sockdir, ignore_errors=True)
 
 
-class _OomCounter:
-    """Makes a container's OOM counter look like a run cgroup to the result builder."""
+class _RunProbe:
+    """The container's cgroup, seen as one run's: OOM kills and peak memory since the run began.
+
+    One run at a time per container, so what the container's memory cgroup gained during the
+    run is the run's (its program, its /tmp files, its kernel memory): the high-water mark is
+    reset when the run begins and read, minus the agent's own usage then, when it ends. Where
+    the kernel cannot reset it, ``peak_memory_bytes`` is None and the result falls back to the
+    program's peak RSS.
+    """
 
     def __init__(self, agent: _Agent) -> None:
         self.agent = agent
         self.before = agent.oom_kills()
+        self._peak_fd: int | None = None
+        self._base = 0
+        cg = agent._cgroup
+        if cg is None:
+            return
+        version, path = cg
+        try:
+            if version == 1:
+                with open(path + "/memory.max_usage_in_bytes", "w") as f:
+                    f.write("0")  # resets the high-water mark to the current usage
+                with open(path + "/memory.usage_in_bytes") as f:
+                    self._base = int(f.read())
+                self._peak_fd = -1
+            else:  # memory.peak is reset per open file by a write (Linux >= 6.12)
+                fd = os.open(path + "/memory.peak", os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    os.write(fd, b"reset")
+                    with open(path + "/memory.current") as f:
+                        self._base = int(f.read())
+                except OSError:
+                    os.close(fd)
+                    raise
+                self._peak_fd = fd
+        except (OSError, ValueError):
+            self._peak_fd = None
 
     def oom_kills(self) -> int:
         return self.agent.oom_kills() - self.before
+
+    def peak_memory_bytes(self) -> int | None:
+        if self._peak_fd is None or self.agent._cgroup is None:
+            return None
+        try:
+            if self._peak_fd == -1:
+                with open(self.agent._cgroup[1] + "/memory.max_usage_in_bytes") as f:
+                    peak = int(f.read())
+            else:
+                peak = int(os.pread(self._peak_fd, 64, 0))
+        except (OSError, ValueError):
+            return None
+        return max(0, peak - self._base)
+
+    def close(self) -> None:
+        if self._peak_fd is not None and self._peak_fd >= 0:
+            os.close(self._peak_fd)
+        self._peak_fd = None
 
 
 class DockerSandbox(Sandbox):
@@ -452,10 +504,10 @@ class DockerSandbox(Sandbox):
         pool = self._pool(key)
         agent = pool.get()
         healthy = False
+        probe = _RunProbe(agent)
         try:
-            oom = _OomCounter(agent)
             result = local.execute_on(
-                agent, request, self.settings, None, oom_probe=oom, container=True
+                agent, request, self.settings, None, oom_probe=probe, container=True
             )
             agent.runs += 1
             healthy = result.status != "sandbox_error" and agent.runs < self.recycle_after
@@ -463,6 +515,7 @@ class DockerSandbox(Sandbox):
         except OSError:
             raise
         finally:
+            probe.close()
             if healthy and not self._closed:
                 pool.put(agent)
             else:

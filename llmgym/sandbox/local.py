@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import functools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from llmgym.sandbox import _seccomp, _zygote
 from llmgym.sandbox._cgroup import CgroupManager, CgroupRun
 from llmgym.sandbox.base import RunRequest, Sandbox
 from llmgym.sandbox.errors import BackendUnavailable
+from llmgym.sandbox.limits import Limits
 from llmgym.sandbox.result import ExecResult, Status
 
 __all__ = ["DEFAULT_PRELOAD", "LocalSandbox"]
@@ -262,6 +264,12 @@ def _argv_for(request: RunRequest, settings: RunSettings) -> tuple[list[str], bo
     return [a.replace("{python}", settings.python) for a in lang.run], False, False
 
 
+@functools.lru_cache(maxsize=256)
+def _limits_message(lim: Limits) -> dict[str, Any]:
+    """``Limits`` as the run's process reads them (read-only: shared between runs)."""
+    return {**lim.to_dict(), "cpu_limit_s": lim.cpu_limit_s}
+
+
 def execute_on(
     zygote: ZygoteLike,
     request: RunRequest,
@@ -285,19 +293,21 @@ def execute_on(
     compiled = request.compiled
     to_close: list[int] = []
     ctrl: socket.socket | None = None
+    child_fds: list[int] = []
     try:
         if cgroups is not None and cgroups.available:
             cg_run = cgroups.create(lim.memory_mb, lim.max_processes + 1)
             if compiled:
                 cg_compile = cgroups.create(clim.memory_mb, clim.max_processes + 1)
         argv, inproc, pyboot = _argv_for(request, settings)
-        child_fds: list[int] = []
         names: list[str] = []
 
         def give(name: str, fd: int) -> None:
             names.append(name)
             child_fds.append(fd)
 
+        ctrl, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        give("control", ctrl_child.detach())  # first: the zygote finds it there
         give("payload", _payload_fd(request.all_files()))
         give("stdin", _stdin_fd(request.stdin))
         streams: dict[str, _Stream] = {}
@@ -308,8 +318,11 @@ def execute_on(
             os.set_blocking(r, False)
             streams[name] = _Stream(name, r, lim.max_output_bytes)
             give(name, w)
-        ctrl, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        give("control", ctrl_child.detach())
+        # Before the program's code runs, its process may leave one byte here: "C", Python
+        # could not compile the program; "E", the sandbox's setup of the program failed.
+        status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        to_close.append(status_r)
+        give("status", status_w)
         for i, fd in enumerate(cg_run.open_procs() if cg_run else []):
             give(f"cg_run:{i}", fd)
         for i, fd in enumerate(cg_compile.open_procs() if cg_compile else []):
@@ -325,8 +338,8 @@ def execute_on(
             "compile_argv": list(request.language.compile)
             if compiled and request.language.compile
             else None,
-            "limits": {**lim.to_dict(), "cpu_limit_s": lim.cpu_limit_s},
-            "compile_limits": {**clim.to_dict(), "cpu_limit_s": clim.cpu_limit_s},
+            "limits": _limits_message(lim),
+            "compile_limits": _limits_message(clim),
             "env": env,
             "tmp_mb": tmp_mb or lim.memory_mb,
             "degraded": degraded,
@@ -335,17 +348,18 @@ def execute_on(
         try:
             zygote.submit(message, child_fds)
         finally:
-            for fd in child_fds:
-                os.close(fd)
-        return _supervise(
-            request, settings, ctrl, streams, cg_run, cg_compile, t_submit, degraded, oom_probe
-        )
+            _close_fds(child_fds)
+            child_fds = []
+        run = _Supervisor(request, ctrl, streams, cg_run, t_submit)
+        run.supervise()
+        try:
+            marker = os.read(status_r, 16)
+        except OSError:  # nothing written (BlockingIOError when a writer is still alive)
+            marker = b""
+        return _result(request, settings, run, cg_compile, marker, oom_probe)
     finally:
-        for fd in to_close:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _close_fds(child_fds)
+        _close_fds(to_close)
         if ctrl is not None:
             ctrl.close()
         for cg in (cg_run, cg_compile):
@@ -353,122 +367,215 @@ def execute_on(
                 cg.remove()
 
 
-def _supervise(
-    request: RunRequest,
-    settings: RunSettings,
-    ctrl: socket.socket,
-    streams: dict[str, _Stream],
-    cg_run: CgroupRun | None,
-    cg_compile: CgroupRun | None,
-    t_submit: float,
-    degraded: bool,
-    oom_probe: Any = None,
-) -> ExecResult:
-    lim = request.limits
-    # The run's init stretches the wall limit by CPU starvation (see Limits.wall_time_s).
-    budget = _STARTUP_GRACE_S + lim.wall_time_s * (1 + _zygote.STARVATION_CREDIT) + _KILL_GRACE_S
-    if request.compiled:
-        budget += request.compile_limits.wall_time_s
-    backstop = t_submit + budget
-    sel = selectors.DefaultSelector()
-    for s in streams.values():
-        sel.register(s.fd, selectors.EVENT_READ, s)
-    sel.register(ctrl, selectors.EVENT_READ, "ctrl")
-    pidfd: int | None = None
-    dead = ctrl_eof = False
-    kill_reason: str | None = None
-    output_limit_stream: str | None = None
-    compile_msg: dict[str, Any] | None = None
-    exit_msg: dict[str, Any] | None = None
-    error_detail: str | None = None
-    run_started_at: float | None = None
-    next_cpu_check = 0.0
+def _close_fds(fds: Sequence[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
-    def kill(reason: str) -> None:
-        nonlocal kill_reason
-        if kill_reason is None:
-            kill_reason = reason
-        if pidfd is not None:
+
+STARVATION_CREDIT = 3.0
+"""A run's wall limit stretches by the time it waited for a CPU, up to this many limits."""
+
+
+def _run_delay_s(tid: int | str) -> float:
+    """Seconds thread ``tid`` spent runnable but waiting for a CPU (0 if unknown or gone)."""
+    try:
+        with open(f"/proc/{tid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):  # no CONFIG_SCHED_INFO, or the thread is gone
+        return 0.0
+
+
+def _pidfd_pid(pidfd: int) -> int | None:
+    """The pid, in this process's namespace, of the process behind ``pidfd``."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as f:
+            for line in f:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class _Supervisor:
+    """Watches one run from this side: its output, its messages, its limits, its end.
+
+    Messages on the control socket: ``started`` (from the zygote, with the run's kill switch: a
+    pidfd of the run's init, or of the program in a container), ``compiled`` and ``running``
+    (from the program's process before its code runs; ``running`` brings the start time and a
+    pidfd of that process), ``exit`` (from the zygote, which reaped the program: wait status
+    and rusage) or ``error``. The run is over when the kill switch's process is dead and the
+    control socket is closed.
+    """
+
+    def __init__(
+        self,
+        request: RunRequest,
+        ctrl: socket.socket,
+        streams: dict[str, _Stream],
+        cg_run: CgroupRun | None,
+        t_submit: float,
+    ) -> None:
+        self.request = request
+        self.ctrl = ctrl
+        self.streams = streams
+        self.cg_run = cg_run
+        self.t_submit = t_submit
+        self.pidfd: int | None = None
+        self.kill_reason: str | None = None
+        self.output_limit_stream: str | None = None
+        self.compile_msg: dict[str, Any] | None = None
+        self.exit_msg: dict[str, Any] | None = None
+        self.error_detail: str | None = None
+        self.t_running: float | None = None  # monotonic: when the program's code starts
+        self.prog: int | None = None  # its process, in this process's pid namespace
+        self.prog_fd: int | None = None  # a pidfd of it: readable once it has ended
+        self.prog_waited = 0.0  # its CPU wait before that
+        self.t_prog_end: float | None = None  # when this side saw it end
+        self.t_end: float | None = None
+
+    def kill(self, reason: str) -> None:
+        if self.kill_reason is None:
+            self.kill_reason = reason
+        if self.pidfd is not None:
             try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
-    try:
-        while not (dead and ctrl_eof):
-            now = time.monotonic()
-            if now > backstop:
-                if kill_reason is None:
-                    kill("backstop")
-                    backstop = now + _KILL_GRACE_S + 3.0
-                else:
-                    error_detail = error_detail or "the run did not end after being killed"
-                    break
-            timeout = min(backstop - now, 0.1 if cg_run is not None else 1.0)
-            for key, _ in sel.select(timeout):
-                data = key.data
-                if isinstance(data, _Stream):
-                    if data.read():
-                        output_limit_stream = output_limit_stream or data.name
-                        kill("output_limit")
-                    if data.eof:
-                        sel.unregister(data.fd)
-                elif data == "ctrl":
-                    msg, fds = _recv_ctrl(ctrl)
-                    if msg is None:
-                        ctrl_eof = True
-                        sel.unregister(ctrl)
-                        if pidfd is None:
-                            dead = True  # nothing was ever started, or the start failed
-                        continue
-                    kind = msg.get("type")
-                    if kind == "started" and fds:
-                        pidfd = fds[0]
-                        for extra in fds[1:]:
-                            os.close(extra)
-                        sel.register(pidfd, selectors.EVENT_READ, "dead")
-                        if kill_reason is not None:
-                            kill(kill_reason)
-                        if not request.compiled:
-                            run_started_at = time.monotonic()
-                    elif kind == "compiled":
-                        compile_msg = msg
-                        run_started_at = time.monotonic()
-                    elif kind == "exit":
-                        exit_msg = msg
-                    elif kind == "error":
-                        error_detail = str(msg.get("detail"))
-                    for fd in fds if kind != "started" else []:
-                        os.close(fd)
-                elif data == "dead":
-                    dead = True
-                    sel.unregister(key.fd)
-            # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per process).
-            if cg_run is not None and run_started_at is not None and now >= next_cpu_check:
-                next_cpu_check = now + 0.1
-                cpu = cg_run.cpu_time_s()
-                if cpu is not None and cpu > lim.cpu_limit_s + 0.05:
-                    kill("cpu")
-        for s in streams.values():  # every writer is gone: read what is left
-            while not s.eof:
-                try:
-                    if s.read():
-                        output_limit_stream = output_limit_stream or s.name
-                    if not s.eof and s.fd not in _readable([s.fd]):
+    def starved_s(self) -> float:
+        """The longest CPU wait of a thread of the run since its code started.
+
+        The maximum over threads, not the sum: concurrent waits overlap. A thread that started
+        later waited all of its ``run_delay`` in the run; the program's own main thread only
+        what it waited since ``running``.
+        """
+        if self.prog is None:
+            return 0.0
+        tids: list[int] = self.cg_run.tasks() if self.cg_run is not None else []
+        if not tids:
+            try:
+                tids = [int(t) for t in os.listdir(f"/proc/{self.prog}/task")]
+            except OSError:
+                return 0.0
+        worst = 0.0
+        for tid in tids:
+            waited = _run_delay_s(tid)
+            if tid == self.prog:
+                waited -= self.prog_waited
+            worst = max(worst, waited)
+        return worst
+
+    def supervise(self) -> None:
+        lim = self.request.limits
+        budget = _STARTUP_GRACE_S + lim.wall_time_s * (1 + STARVATION_CREDIT) + _KILL_GRACE_S
+        if self.request.compiled:
+            budget += self.request.compile_limits.wall_time_s
+        backstop = self.t_submit + budget
+        deadline = cap = limit_at = float("inf")
+        sel = selectors.DefaultSelector()
+        for s in self.streams.values():
+            sel.register(s.fd, selectors.EVENT_READ, s)
+        sel.register(self.ctrl, selectors.EVENT_READ, "ctrl")
+        dead = ctrl_eof = False
+        next_cpu_check = 0.0
+        try:
+            while not (dead and ctrl_eof):
+                now = time.monotonic()
+                if now > backstop:
+                    if self.kill_reason is None:
+                        self.kill("backstop")
+                        backstop = now + _KILL_GRACE_S + 3.0
+                    else:
+                        self.error_detail = (
+                            self.error_detail or "the run did not end after being killed"
+                        )
                         break
-                except OSError:
-                    break
-    finally:
-        sel.close()
-        if pidfd is not None:
-            os.close(pidfd)
-    wall_parent = time.monotonic() - (run_started_at or t_submit)
-    return _result(
-        request, settings, streams, cg_run, cg_compile, degraded,
-        exit_msg=exit_msg, compile_msg=compile_msg, error_detail=error_detail,
-        kill_reason=kill_reason, output_limit_stream=output_limit_stream, wall_parent=wall_parent,
-        oom_probe=oom_probe,
-    )  # fmt: skip
+                if (
+                    now >= deadline
+                    and self.kill_reason is None
+                    and self.exit_msg is None
+                    and self.t_prog_end is None
+                    and self.prog_fd is not None
+                    and not _readable([self.prog_fd])  # ended, its news not read yet: no kill
+                ):
+                    # The wall limit, not counting the time the run waited for a CPU.
+                    if deadline < cap:
+                        deadline = min(cap, limit_at + self.starved_s())
+                    if now >= deadline:
+                        self.kill("wall")
+                timeout = min(backstop, deadline) - now
+                if self.cg_run is not None and self.t_running is not None:
+                    timeout = min(timeout, 0.1)
+                events = sel.select(max(0.0, min(timeout, 1.0)))
+                now = time.monotonic()
+                for key, _ in events:
+                    data = key.data
+                    if isinstance(data, _Stream):
+                        if data.read():
+                            self.output_limit_stream = self.output_limit_stream or data.name
+                            self.kill("output_limit")
+                        if data.eof:
+                            sel.unregister(data.fd)
+                    elif data == "ctrl":
+                        msg, fds = _recv_ctrl(self.ctrl)
+                        if msg is None:
+                            ctrl_eof = True
+                            sel.unregister(self.ctrl)
+                            if self.pidfd is None:
+                                dead = True  # nothing was ever started, or the start failed
+                            continue
+                        kind = msg.get("type")
+                        if kind == "started" and fds and self.pidfd is None:
+                            self.pidfd = fds.pop(0)
+                            sel.register(self.pidfd, selectors.EVENT_READ, "dead")
+                            if self.kill_reason is not None:
+                                self.kill(self.kill_reason)
+                        elif kind == "running" and self.t_running is None and fds:
+                            self.t_running = float(msg.get("t", now))
+                            self.prog_waited = float(msg.get("waited", 0.0))
+                            self.prog_fd = fds.pop(0)
+                            self.prog = _pidfd_pid(self.prog_fd)
+                            sel.register(self.prog_fd, selectors.EVENT_READ, "prog")
+                            limit_at = deadline = self.t_running + lim.wall_time_s
+                            cap = self.t_running + lim.wall_time_s * (1 + STARVATION_CREDIT)
+                        elif kind == "compiled":
+                            self.compile_msg = msg
+                        elif kind == "exit":
+                            self.exit_msg = msg
+                        elif kind == "error":
+                            self.error_detail = str(msg.get("detail"))
+                        _close_fds(fds)
+                    elif data == "dead":
+                        dead = True
+                        sel.unregister(key.fd)
+                    elif data == "prog":
+                        self.t_prog_end = now
+                        sel.unregister(key.fd)
+                # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per
+                # process).
+                if self.cg_run is not None and self.t_running is not None and now >= next_cpu_check:
+                    next_cpu_check = now + 0.1
+                    cpu = self.cg_run.cpu_time_s()
+                    if cpu is not None and cpu > lim.cpu_limit_s + 0.05:
+                        self.kill("cpu")
+            for s in self.streams.values():  # every writer is gone: read what is left
+                while not s.eof:
+                    try:
+                        if s.read():
+                            self.output_limit_stream = self.output_limit_stream or s.name
+                        if not s.eof and s.fd not in _readable([s.fd]):
+                            break
+                    except OSError:
+                        break
+        finally:
+            sel.close()
+            _close_fds([fd for fd in (self.pidfd, self.prog_fd) if fd is not None])
+        self.t_end = time.monotonic()
 
 
 def _readable(fds: list[int]) -> list[int]:
@@ -488,13 +595,12 @@ def _recv_ctrl(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
             n = len(payload) // 4
             fds.extend(struct.unpack(f"{n}i", payload[: n * 4]))
     if not data:
-        for fd in fds:
-            os.close(fd)
+        _close_fds(fds)
         return None, []
     try:
         return json.loads(data), fds
     except ValueError:
-        return {"type": "error", "detail": "unreadable message from the run's init"}, fds
+        return {"type": "error", "detail": "unreadable message from the run"}, fds
 
 
 def _decode_status(status: int | None) -> tuple[int | None, int | None]:
@@ -517,24 +623,24 @@ def _signame(sig: int) -> str:
 def _result(
     request: RunRequest,
     settings: RunSettings,
-    streams: dict[str, _Stream],
-    cg_run: CgroupRun | None,
+    run: _Supervisor,
     cg_compile: CgroupRun | None,
-    degraded: bool,
-    *,
-    exit_msg: dict[str, Any] | None,
-    compile_msg: dict[str, Any] | None,
-    error_detail: str | None,
-    kill_reason: str | None,
-    output_limit_stream: str | None,
-    wall_parent: float,
+    marker: bytes,
     oom_probe: Any = None,
 ) -> ExecResult:
     lim = request.limits
+    streams, cg_run = run.streams, run.cg_run
+    exit_msg, compile_msg, kill_reason = run.exit_msg, run.compile_msg, run.kill_reason
     out, err, res = streams["stdout"], streams["stderr"], streams["result"]
     exit_code, sig = _decode_status(exit_msg.get("status") if exit_msg else None)
+    t_end = run.t_end if run.t_end is not None else time.monotonic()
+    if exit_msg is not None and run.t_running is not None:
+        # The earlier of the two sightings of the program's end (each side may be late).
+        ended = min(float(exit_msg.get("t", t_end)), run.t_prog_end or t_end)
+        wall = max(0.0, ended - run.t_running)
+    else:
+        wall = t_end - (run.t_running if run.t_running is not None else run.t_submit)
     cg_cpu = cg_run.cpu_time_s() if cg_run is not None else None
-    wall = float(exit_msg.get("wall", wall_parent)) if exit_msg is not None else wall_parent
     if cg_cpu is not None:
         cpu = cg_cpu
     elif exit_msg is not None:
@@ -542,6 +648,8 @@ def _result(
     else:
         cpu = 0.0
     peak_bytes = cg_run.peak_memory_bytes() if cg_run is not None else None
+    if peak_bytes is None and oom_probe is not None and hasattr(oom_probe, "peak_memory_bytes"):
+        peak_bytes = oom_probe.peak_memory_bytes()  # a container's cgroup (docker backend)
     if peak_bytes is None and exit_msg is not None:
         peak_bytes = int(exit_msg.get("maxrss_kb", 0)) * 1024
     peak_mb = (peak_bytes or 0) / (1 << 20)
@@ -557,16 +665,16 @@ def _result(
 
     status: Status
     detail = ""
-    timed_out = bool(exit_msg and exit_msg.get("timed_out")) or kill_reason in ("backstop", "cpu")
+    timed_out = kill_reason in ("wall", "backstop", "cpu")
     if sig == signal.SIGXCPU or (
         sig == signal.SIGKILL and cpu >= lim.cpu_limit_s * 0.95 and not oom
     ):
         timed_out = True
-    if error_detail is not None or (
+    if run.error_detail is not None or (
         exit_msg is None and compile_msg is None and kill_reason is None
     ):
         status = "sandbox_error"
-        detail = error_detail or "the run ended without a report from its init"
+        detail = run.error_detail or "the run ended without a report from the sandbox"
     elif compile_msg is not None and not compile_msg.get("ok"):
         status = "compile_error"
         if compile_msg.get("timed_out"):
@@ -581,24 +689,22 @@ def _result(
             if cg_compile is not None and cg_compile.oom_kills():
                 detail += f" (compile memory limit {request.compile_limits.memory_mb} MiB)"
         exit_code, sig = None, None
-    elif exit_msg is not None and exit_msg.get("pycompile_error"):
+    elif marker == b"C":
         status = "compile_error"
         compile_output = err.buf.decode("utf-8", "replace")
         detail = "Python could not compile the program"
-    elif exit_msg is not None and exit_msg.get("setup_error"):
+    elif marker == b"E":
         status = "sandbox_error"
         detail = "the program's sandbox setup failed: " + err.buf.decode("utf-8", "replace")[-500:]
-    elif kill_reason == "output_limit" or output_limit_stream is not None:
+    elif kill_reason == "output_limit" or run.output_limit_stream is not None:
         # Passing the cap is an output limit even when a timer or the end came first.
         status = "output_limit"
-        detail = f"{output_limit_stream} passed {lim.max_output_bytes} bytes; the run was killed"
+        detail = (
+            f"{run.output_limit_stream} passed {lim.max_output_bytes} bytes; the run was killed"
+        )
     elif timed_out:
         status = "timeout"
-        if (
-            kill_reason == "cpu"
-            or sig == signal.SIGXCPU
-            or (exit_msg and not exit_msg.get("timed_out"))
-        ):
+        if kill_reason in ("cpu", None) or sig == signal.SIGXCPU:
             detail = f"CPU time limit of {lim.cpu_limit_s:g} s exceeded"
         else:
             detail = f"wall time limit of {lim.wall_time_s:g} s exceeded"
@@ -662,6 +768,22 @@ def _host_binds(python: str, extra: Sequence[str]) -> list[str]:
             continue
         out.append(p)
     return out
+
+
+class _Retrying:
+    """Submits to a zygote; when it has died, starts another and tries once more."""
+
+    __slots__ = ("network", "owner", "zygote")
+
+    def __init__(self, owner: LocalSandbox, network: bool, zygote: _Zygote) -> None:
+        self.owner, self.network, self.zygote = owner, network, zygote
+
+    def submit(self, message: dict[str, Any], fds: Sequence[int]) -> None:
+        try:
+            self.zygote.submit(message, fds)
+        except OSError:
+            self.zygote = self.owner._zygote(self.network, replace=self.zygote)
+            self.zygote.submit(message, fds)
 
 
 class LocalSandbox(Sandbox):
@@ -748,16 +870,7 @@ class LocalSandbox(Sandbox):
         network = request.limits.network
         z = self._zygote(network)
 
-        class _Retrying:
-            def submit(inner, message: dict[str, Any], fds: Sequence[int]) -> None:  # noqa: N805
-                nonlocal z
-                try:
-                    z.submit(message, fds)
-                except OSError:  # the zygote died: start another and try once more
-                    z = self._zygote(network, replace=z)
-                    z.submit(message, fds)
-
-        return execute_on(_Retrying(), request, self._settings, self._cgroups)
+        return execute_on(_Retrying(self, network, z), request, self._settings, self._cgroups)
 
     def isolation(self) -> dict[str, Any]:
         degraded = []
