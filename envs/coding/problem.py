@@ -264,6 +264,11 @@ def _key(args: Sequence[Any]) -> str:
     return repr(args)  # generators produce plain data, whose repr is faithful and fast
 
 
+_VISIBLE_DRAWS = 4
+_SHORT_EXAMPLE = 400
+"""Longest ``repr`` of a random example's arguments shown in a prompt (else edge cases show)."""
+
+
 def make_cases(
     rng: random.Random,
     make: Callable[[], tuple[Any, ...]],
@@ -272,9 +277,11 @@ def make_cases(
     n_visible: int = 2,
     n_hidden: int = 10,
     attempts: int = 400,
+    size: Callable[[tuple[Any, ...]], int] | None = None,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Distinct argument tuples: ``n_visible`` random examples, then ``n_hidden`` hidden ones
-    (the edge cases first, then random ones)."""
+    """Distinct argument tuples: ``n_visible`` examples for the prompt (the shortest of a few
+    draws, so that a hard task still shows readable examples), then ``n_hidden`` hidden ones
+    (the edge cases first, then random ones at full size)."""
     seen: set[str] = set()
     visible: list[tuple[Any, ...]] = []
     hidden: list[tuple[Any, ...]] = []
@@ -285,10 +292,15 @@ def make_cases(
             seen.add(k)
             into.append(args)
 
-    for _ in range(attempts):
+    edge = [tuple(args) for args in edge]
+    measure = size or (lambda a: len(_key(a)))
+    drafts = sorted((make() for _ in range(_VISIBLE_DRAWS * n_visible)), key=lambda a: len(_key(a)))
+    short = [a for a in drafts if len(_key(a)) <= _SHORT_EXAMPLE and measure(a) <= _SHORT_EXAMPLE]
+    # Random examples when they are short enough to read, else the (small) edge cases.
+    for args in short + sorted(edge, key=measure) + drafts:
         if len(visible) >= n_visible:
             break
-        take(make(), visible)
+        take(args, visible)
     for args in edge:
         if len(hidden) < n_hidden // 2:
             take(tuple(args), hidden)
@@ -341,6 +353,18 @@ def call_tests(
     return tests
 
 
+def _shown_size(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...]], int]:
+    """How long a call and its result are when the prompt shows them."""
+
+    def size(args: tuple[Any, ...]) -> int:
+        try:
+            return len(_key(args)) + len(repr(fn(*_copy(args))))
+        except Exception:  # noqa: BLE001 - an example that raises is shown as "raises X"
+            return len(_key(args))
+
+    return size
+
+
 def examples_block(tests: Sequence[Mapping[str, Any]], kind: str) -> str:
     shown = [render_test(t, kind) for t in tests if not t["hidden"]]
     if not shown:
@@ -368,7 +392,9 @@ def call_task(
     raises: bool = False,
 ) -> Task:
     """A function-level task: the prompt, visible examples and hidden tests from ``fn``."""
-    visible, hidden = make_cases(rng, make, edge=edge, n_visible=n_visible, n_hidden=n_hidden)
+    visible, hidden = make_cases(
+        rng, make, edge=edge, n_visible=n_visible, n_hidden=n_hidden, size=_shown_size(fn)
+    )
     tests = call_tests(fn, visible, hidden, raises=raises)
     reference = "".join(source_of(h) + "\n\n" for h in helpers) + source_of(fn)
     prompt = (
@@ -407,7 +433,12 @@ def stdio_task(
 ) -> Task:
     """A competitive-programming task: read stdin, write stdout; expected output from ``solve``."""
     visible_in, hidden_in = make_cases(
-        rng, lambda: (make(),), edge=[(e,) for e in edge], n_visible=n_visible, n_hidden=n_hidden
+        rng,
+        lambda: (make(),),
+        edge=[(e,) for e in edge],
+        n_visible=n_visible,
+        n_hidden=n_hidden,
+        size=lambda a: len(a[0]) + len(solve(a[0])),
     )
     tests = []
     for hidden_flag, cases in ((False, visible_in), (True, hidden_in)):
