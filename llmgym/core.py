@@ -279,6 +279,44 @@ class LLMEnv(gym.Env[str, str]):
     def joint_reward_range(self) -> tuple[float, float]:
         return (0.0, 1.0)
 
+    def joint_instructions(self, task: Task) -> str:
+        """How the joint-mode prompt asks for every part (default: one tagged answer each)."""
+        parts = "\n".join(
+            f'<answer id="{s.id}">...</answer>  {s.prompt}' for s in task.subtask_order()
+        )
+        return "Answer every part below, each inside its own tag:\n" + parts
+
+    def grade_joint(self, ep: Episode, message: Message) -> Turn:
+        """Grade a joint-mode answer: each subtask's tagged answer, weighted partial credit."""
+        answers: dict[str, set[str]] = {}
+        for sid, text in _JOINT_TAG.findall(message["content"]):
+            answers.setdefault(sid, set()).add(text.strip())
+        weights = self._weights(list(ep.task.subtasks))
+        total = 0.0
+        notes = []
+        for sub in ep.task.subtask_order():
+            given = answers.get(sub.id, set())
+            if len(given) == 1:
+                reply = {"role": "assistant", "content": next(iter(given))}
+                score = min(max(self.grade_subtask(ep.task, sub, reply).score, 0.0), 1.0)
+            else:
+                score = 0.0
+                notes.append(f"{sub.id}: {'missing' if not given else 'several different answers'}")
+            ep.subtask_rewards[sub.id] = score
+            total += weights[sub.id] * score
+        solved = sum(1 for s in ep.subtask_rewards.values() if s >= 1.0)
+        feedback = f"{solved} of {len(ep.task.subtasks)} parts correct"
+        if notes:
+            feedback += " (" + "; ".join(notes) + ")"
+        return Turn(
+            reward=total,
+            terminated=True,
+            observation=feedback,
+            components={"process": total},
+            is_success=solved == len(ep.task.subtasks),
+            feedback=feedback,
+        )
+
     def save_extra(self, extra: dict[str, Any]) -> Any:
         """A snapshot of ``Episode.extra`` for :meth:`get_state` (override for live resources)."""
         return copy.deepcopy(extra)
@@ -305,7 +343,7 @@ class LLMEnv(gym.Env[str, str]):
             ep.max_turns = len(ep.subtasks)
             prompt += "\n\n" + self.render_subtask(task, ep.subtasks[0], 0, len(ep.subtasks))
         elif mode == "joint":
-            prompt += "\n\n" + self._joint_instructions(task)
+            prompt += "\n\n" + self.joint_instructions(task)
         messages.append({"role": "user", "content": prompt})
         self._episode = ep
         self.on_reset(ep)
@@ -329,7 +367,7 @@ class LLMEnv(gym.Env[str, str]):
         if ep.mode == "sequential":
             turn = self._sequential_step(ep, message)
         elif ep.mode == "joint":
-            turn = self._joint_step(ep, message)
+            turn = self.grade_joint(ep, message)
         else:
             turn = self.respond(ep, message)
         reward = float(turn.reward)
@@ -509,42 +547,6 @@ class LLMEnv(gym.Env[str, str]):
             components={"process": process, **outcome.components},
             is_success=outcome.success,
             feedback=outcome.feedback,
-        )
-
-    def _joint_instructions(self, task: Task) -> str:
-        parts = "\n".join(
-            f'<answer id="{s.id}">...</answer>  {s.prompt}' for s in task.subtask_order()
-        )
-        return "Answer every part below, each inside its own tag:\n" + parts
-
-    def _joint_step(self, ep: Episode, message: Message) -> Turn:
-        answers: dict[str, set[str]] = {}
-        for sid, text in _JOINT_TAG.findall(message["content"]):
-            answers.setdefault(sid, set()).add(text.strip())
-        weights = self._weights(list(ep.task.subtasks))
-        total = 0.0
-        notes = []
-        for sub in ep.task.subtask_order():
-            given = answers.get(sub.id, set())
-            if len(given) == 1:
-                reply = {"role": "assistant", "content": next(iter(given))}
-                score = min(max(self.grade_subtask(ep.task, sub, reply).score, 0.0), 1.0)
-            else:
-                score = 0.0
-                notes.append(f"{sub.id}: {'missing' if not given else 'several different answers'}")
-            ep.subtask_rewards[sub.id] = score
-            total += weights[sub.id] * score
-        solved = sum(1 for s in ep.subtask_rewards.values() if s >= 1.0)
-        feedback = f"{solved} of {len(ep.task.subtasks)} parts correct"
-        if notes:
-            feedback += " (" + "; ".join(notes) + ")"
-        return Turn(
-            reward=total,
-            terminated=True,
-            observation=feedback,
-            components={"process": total},
-            is_success=solved == len(ep.task.subtasks),
-            feedback=feedback,
         )
 
 

@@ -423,15 +423,15 @@ class CodingEnv(LLMEnv):
         return super().oracle_action()
 
     # The core's joint mode expects one tagged answer per subtask; a module is graded in one
-    # sandbox run instead, so these two override its (private) joint-mode steps.
-    def _joint_instructions(self, task: Task) -> str:
+    # sandbox run instead, so these two override its joint-mode hooks.
+    def joint_instructions(self, task: Task) -> str:
         names = ", ".join(f"`{s.id}`" for s in task.subtask_order())
         return (
             f"Answer with the whole module ({names}) in one ```python code block; each "
             "function earns credit for passing its own tests."
         )
 
-    def _joint_step(self, ep: Episode, message: Message) -> Turn:
+    def grade_joint(self, ep: Episode, message: Message) -> Turn:
         problem = self.problem(ep.task)
         content = message.get("content") or ""
         tagged = re.findall(
