@@ -526,12 +526,37 @@ class DockerSandbox(Sandbox):
                     except Exception:  # noqa: BLE001 - retried at the next run
                         pass
 
+    def _peak_memory_mode(self) -> str:
+        """``"cgroup"`` where a run's peak memory is its container's cgroup high-water mark, reset
+        when the run starts; ``"rss"`` (the program's peak resident set, which also counts the
+        warm interpreter's pages it shares) where the kernel cannot reset that mark."""
+        with self._lock:
+            agent = next(iter(self._all), None)
+        cg = agent._cgroup if agent is not None else None
+        if cg is None:
+            return "rss"
+        version, path = cg
+        if version == 1:  # resetting here would disturb a run in flight: ask, don't try
+            return "cgroup" if os.access(path + "/memory.max_usage_in_bytes", os.W_OK) else "rss"
+        try:  # v2: a reset is private to the file descriptor that made it
+            fd = os.open(path + "/memory.peak", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return "rss"
+        try:
+            os.write(fd, b"reset")
+            return "cgroup"
+        except OSError:
+            return "rss"
+        finally:
+            os.close(fd)
+
     def isolation(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
             "image": self.image,
             "container": "no network, read-only root, tmpfs /tmp and /dev/shm, cap_drop ALL, "
             "no-new-privileges, uid 65534, pids and memory limits",
+            "peak_memory": self._peak_memory_mode(),
             "seccomp": self.seccomp,
             "pool_size": self.pool_size,
             "degraded": [

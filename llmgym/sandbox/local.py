@@ -891,6 +891,7 @@ class LocalSandbox(Sandbox):
             + (["user"] if self._userns else []),
             "uid": SANDBOX_UID if not self._userns else os.getuid(),
             "cgroups": self._cgroups.describe(),
+            "peak_memory": "cgroup" if self._cgroups.available else "rss",
             "seccomp": self._seccomp,
             "read_only_paths": self._config["binds"],
             "fast_path": self.fast_path,

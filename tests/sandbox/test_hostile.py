@@ -489,7 +489,18 @@ def test_cpu_time_is_measured_truthfully(sandbox: Sandbox) -> None:
     assert 0.4 <= res.cpu_time_s <= 0.6, res.cpu_time_s
 
 
+def test_wall_time_is_measured_truthfully(sandbox: Sandbox) -> None:
+    res = run(sandbox, "import time; time.sleep(0.4)", Limits(wall_time_s=30))
+    assert res.ok, res
+    assert 0.4 <= res.wall_time_s < 2.5, res.wall_time_s  # never less; later only under load
+
+
 def test_peak_memory_is_measured_truthfully(sandbox: Sandbox) -> None:
+    small = run(sandbox, "x = bytearray(1 << 20)", Limits(wall_time_s=30, memory_mb=512))
+    assert small.ok, small
+    if sandbox.isolation()["peak_memory"] == "cgroup":
+        # The program's own memory, not the warm interpreter's pages it shares with the zygote.
+        assert small.peak_memory_mb < 8, small.peak_memory_mb
     res = run(
         sandbox,
         """
