@@ -23,8 +23,10 @@ register(id="llm/FunctionCalling-v0", entry_point="llmgym.envs.tools.single:Func
 
 # --- long documents (envs/longdoc/) -----------------------------------------------------------
 
+register(id="llm/LongDoc-v0", entry_point="llmgym.envs.longdoc:LongDocEnv")
+
 # --- joint training (envs/mixture.py) ---------------------------------------------------------
 
-register(id="llm/LongDoc-v0", entry_point="llmgym.envs.longdoc:LongDocEnv")
+register(id="llm/Mixture-v0", entry_point="llmgym.envs.mixture:MixtureEnv")
 
 _ = register
