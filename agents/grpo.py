@@ -1,0 +1,766 @@
+"""GRPO on Accelerate: group-relative policy optimisation over any llmgym environment.
+
+Run it with ``llmgym train --config configs/grpo.yaml`` or, on several processes,
+``accelerate launch --num_processes 2 --cpu -m llmgym.agents.grpo --config configs/grpo.yaml``.
+
+Each step draws ``prompts_per_step`` tasks (the same list on every process), plays ``group_size``
+episodes of each (``reset(options={"task_id": ...})``), gathers every episode's reward from every
+process, normalises rewards within each group, and takes a clipped policy-gradient step on the
+tokens the policy sampled. Where this departs from the DeepSeekMath paper, following later work:
+
+- clip-higher (DAPO): separate ``epsilon_low`` / ``epsilon_high`` clip bounds;
+- loss aggregation ``dapo`` by default (token mean over the whole global batch); ``grpo``
+  (per-sequence mean, then mean), ``bnpo`` (token mean over the local batch) and ``dr_grpo``
+  (token sum over ``batch * max completion tokens``, Dr. GRPO) are options;
+- ``scale_rewards``: divide by the group std (paper), the batch std, or not at all (Dr. GRPO);
+- ``beta = 0`` by default (no KL term, no reference model in memory); with ``beta > 0`` the k3
+  estimator against a fixed or dynamic reference (``reference: refresh | mix``), optionally with an
+  adaptive coefficient (``kl_target``);
+- optional dynamic sampling (DAPO): groups whose rewards are all equal carry no signal and are
+  dropped, with up to ``dynamic_sampling_rounds`` extra rollout rounds to refill the batch;
+- optional masking of completions cut at ``max_new_tokens`` (DAPO's overlong filtering);
+- multi-turn episodes train on the exact token ids sampled, environment tokens masked out;
+  an episode's reward is the sum of its steps' rewards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmgym.agents.config import ConfigError, TrainConfig, require
+from llmgym.agents.reference import REFERENCE_MODES, k3
+
+LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
+SCALE_REWARDS = ("group", "batch", "none")
+
+
+# --- config ------------------------------------------------------------------------------------
+
+
+@dataclass
+class GRPOConfig(TrainConfig):
+    """GRPO hyper-parameters (and everything :class:`TrainConfig` has)."""
+
+    output_dir: str = "runs/grpo"
+    """Run directory: ``metrics.jsonl``, TensorBoard events, checkpoints and ``final/``."""
+
+    # --- sampling -----------------------------------------------------------------------------
+    prompts_per_step: int = 16
+    """Distinct tasks per step, over all processes."""
+    group_size: int = 8
+    """Episodes per task (G); the advantage of an episode is relative to its group."""
+    max_new_tokens: int = 64
+    """Longest completion per turn."""
+    max_total_tokens: int = 1024
+    """Longest episode (prompt, every turn and env message); an episode that would exceed it ends truncated."""
+    temperature: float = 1.0
+    """Sampling temperature (logprobs are computed at the same temperature)."""
+    top_k: int = 0
+    """Sample among the k most likely tokens (0: all)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1: all)."""
+    env_workers: int = 1
+    """Threads stepping environments (helps envs that wait on sandboxes)."""
+
+    # --- objective ------------------------------------------------------------------------------
+    loss_type: str = "dapo"
+    """Loss aggregation: ``dapo``, ``grpo``, ``bnpo`` or ``dr_grpo`` (see the module docstring)."""
+    scale_rewards: str = "group"
+    """Divide centred rewards by the ``group`` std, the ``batch`` std, or ``none``."""
+    epsilon_low: float = 0.2
+    """Lower clip: ratios below ``1 - epsilon_low`` stop pushing probability down."""
+    epsilon_high: float = 0.28
+    """Upper clip (clip-higher): ratios above ``1 + epsilon_high`` stop pushing probability up."""
+    num_iterations: int = 1
+    """Passes over each batch of rollouts (mu); > 1 reuses samples with importance ratios."""
+    mini_batches: int = 1
+    """Optimizer steps per pass (the batch is split into this many mini-batches)."""
+    mask_truncated_completions: bool = False
+    """Exclude episodes with a completion cut at ``max_new_tokens`` from the loss."""
+    dynamic_sampling: bool = False
+    """Drop groups whose rewards are all equal (they have zero advantage)."""
+    dynamic_sampling_rounds: int = 0
+    """Extra rollout rounds to refill the batch with informative groups (with ``dynamic_sampling``)."""
+
+    # --- KL and reference ------------------------------------------------------------------------
+    beta: float = 0.0
+    """KL coefficient (k3 estimator, in the loss). 0: no reference model is loaded."""
+    reference: str = "fixed"
+    """Reference model when ``beta > 0``: ``fixed``, ``refresh`` (copy the policy every
+    ``ref_update_every`` steps) or ``mix`` (move ``ref_mix_alpha`` toward it every ``ref_update_every`` steps)."""
+    ref_update_every: int = 0
+    """Steps between reference updates for ``refresh`` and ``mix``."""
+    ref_mix_alpha: float = 0.1
+    """Fraction of the way the ``mix`` reference moves toward the policy at each update."""
+    kl_target: float = 0.0
+    """If > 0, adapt ``beta`` so the measured KL tracks this target (adaptive KL controller)."""
+    kl_horizon: int = 10_000
+    """Samples over which the adaptive controller corrects a KL error by at most 20 %."""
+    measure_update_kl: bool = True
+    """Without a reference, log ``kl`` as the KL between the policies before and after each update
+    (one extra no-grad forward pass)."""
+
+    # --- tasks, evaluation ------------------------------------------------------------------------
+    scheduler: dict[str, Any] | None = None
+    """Task scheduler settings (``llmgym.agents.scheduler.SchedulerConfig`` fields), or None to
+    draw tasks from the env's own distribution. ``{}`` uses the defaults."""
+    eval_every: int = 0
+    """Evaluate (greedy) on held-out seeds every N steps (0: never during training)."""
+    eval_episodes: int = 64
+    """Held-out episodes per evaluation."""
+    eval_seed: int = 1_000_000
+    """First held-out seed (training tasks are drawn from a different stream)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.prompts_per_step >= 1, "prompts_per_step must be >= 1")
+        require(
+            self.group_size >= 2,
+            f"group_size must be >= 2 (advantages are relative to the group), got {self.group_size}",
+        )
+        require(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
+        require(
+            self.max_total_tokens > self.max_new_tokens,
+            f"max_total_tokens ({self.max_total_tokens}) must exceed max_new_tokens ({self.max_new_tokens}) "
+            "to leave room for the prompt",
+        )
+        require(self.temperature > 0, "temperature must be > 0 for GRPO (it samples); try 1.0")
+        require(0 < self.top_p <= 1 and self.top_k >= 0, "need 0 < top_p <= 1 and top_k >= 0")
+        require(self.env_workers >= 1, "env_workers must be >= 1")
+        require(
+            self.loss_type in LOSS_TYPES,
+            f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}",
+        )
+        require(
+            self.scale_rewards in SCALE_REWARDS,
+            f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}",
+        )
+        require(
+            0 <= self.epsilon_low < 1 and self.epsilon_high >= 0,
+            f"need 0 <= epsilon_low < 1 and epsilon_high >= 0, got {self.epsilon_low}, {self.epsilon_high}",
+        )
+        require(self.num_iterations >= 1, "num_iterations must be >= 1")
+        require(
+            1 <= self.mini_batches <= self.prompts_per_step * self.group_size,
+            "mini_batches must be between 1 and prompts_per_step * group_size",
+        )
+        require(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds must be >= 0")
+        require(
+            not self.dynamic_sampling_rounds or self.dynamic_sampling,
+            "dynamic_sampling_rounds needs dynamic_sampling: true",
+        )
+        require(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
+        require(
+            self.reference in REFERENCE_MODES,
+            f"reference must be one of {REFERENCE_MODES}, got {self.reference!r}",
+        )
+        require(
+            self.reference == "fixed" or self.ref_update_every >= 1,
+            f"reference: {self.reference} needs ref_update_every >= 1 (steps between updates)",
+        )
+        require(
+            self.reference == "fixed" or self.beta > 0,
+            f"reference: {self.reference} has no effect with beta = 0; set beta > 0 (e.g. 0.04)",
+        )
+        require(0 < self.ref_mix_alpha <= 1, "ref_mix_alpha must be in (0, 1]")
+        require(self.kl_target >= 0, "kl_target must be >= 0 (0: fixed beta)")
+        require(
+            not self.kl_target or self.beta > 0,
+            "kl_target adapts beta, which must start > 0; set beta (e.g. 0.04)",
+        )
+        require(self.kl_horizon >= 1, "kl_horizon must be >= 1")
+        require(
+            self.eval_every >= 0 and self.eval_episodes >= 1,
+            "need eval_every >= 0, eval_episodes >= 1",
+        )
+        require(
+            self.scheduler is None or isinstance(self.scheduler, dict),
+            "scheduler must be a mapping of SchedulerConfig fields (or null)",
+        )
+
+
+# --- the objective (pure functions, unit-tested on small tensors) -------------------------------
+
+
+def group_advantages(rewards: Any, group_size: int, scale: str = "group", eps: float = 1e-4) -> Any:
+    """Rewards ``[n_groups * group_size]`` (grouped contiguously) -> advantages of the same shape.
+
+    >>> import torch
+    >>> group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 2, "none").tolist()
+    [0.5, -0.5, 0.0, 0.0]
+    """
+    grouped = rewards.view(-1, group_size)
+    centred = grouped - grouped.mean(dim=1, keepdim=True)
+    if scale == "group":
+        centred = centred / (grouped.std(dim=1, keepdim=True) + eps)
+    elif scale == "batch":
+        centred = centred / (rewards.std() + eps)
+    elif scale != "none":
+        raise ConfigError(f"scale_rewards must be one of {SCALE_REWARDS}, got {scale!r}")
+    return centred.reshape(-1)
+
+
+def grpo_loss(
+    logprobs: Any,
+    old_logprobs: Any,
+    advantages: Any,
+    mask: Any,
+    *,
+    loss_type: str = "dapo",
+    epsilon_low: float = 0.2,
+    epsilon_high: float = 0.28,
+    beta: float = 0.0,
+    ref_logprobs: Any = None,
+    max_completion_length: int | None = None,
+    num_sequences: float | None = None,
+    num_tokens: float | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """The clipped GRPO objective on ``[batch, length]`` token tensors, aggregated by ``loss_type``.
+
+    ``num_sequences`` / ``num_tokens`` override the normalisers (the trainer passes whole-batch
+    and, for ``dapo``, all-process counts so micro-batches add up to the batch loss).
+    Returns ``(loss, stats)``; stats are detached sums for logging.
+    """
+    import torch
+
+    mask = mask.to(logprobs.dtype)
+    ratio = torch.exp(logprobs - old_logprobs)
+    adv = advantages[:, None]
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - epsilon_low, 1 + epsilon_high) * adv
+    per_token = -torch.min(unclipped, clipped)
+    kl = None
+    if beta > 0:
+        if ref_logprobs is None:
+            raise ConfigError("beta > 0 needs ref_logprobs (a reference model)")
+        kl = k3(logprobs, ref_logprobs)
+        per_token = per_token + beta * kl
+    n_seq = float(num_sequences) if num_sequences is not None else float(mask.shape[0])
+    n_tok = float(num_tokens) if num_tokens is not None else float(mask.sum())
+    if loss_type == "grpo":
+        loss = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / max(n_seq, 1.0)
+    elif loss_type in ("bnpo", "dapo"):
+        loss = (per_token * mask).sum() / max(n_tok, 1.0)
+    elif loss_type == "dr_grpo":
+        if not max_completion_length:
+            raise ConfigError("loss_type dr_grpo needs max_completion_length")
+        loss = (per_token * mask).sum() / max(n_seq * max_completion_length, 1.0)
+    else:
+        raise ConfigError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    with torch.no_grad():
+        low = ((ratio < 1 - epsilon_low) & (adv < 0)).to(mask.dtype) * mask
+        high = ((ratio > 1 + epsilon_high) & (adv > 0)).to(mask.dtype) * mask
+        stats = {
+            "tokens": mask.sum(),
+            "clip_low": low.sum(),
+            "clip_high": high.sum(),
+            "pg": (-torch.min(unclipped, clipped) * mask).sum(),
+            "kl": (kl * mask).sum() if kl is not None else torch.zeros(()),
+        }
+    return loss, stats
+
+
+# --- the trainer ---------------------------------------------------------------------------------
+
+
+class GRPOTrainer:
+    """Trains ``cfg.model`` on ``cfg.env_id`` with GRPO; ``train()`` runs ``cfg.total_steps`` steps."""
+
+    def __init__(self, cfg: GRPOConfig, accelerator: Any = None):
+        import torch
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        from llmgym.agents.checkpoint import Generators, latest_checkpoint, load_checkpoint
+        from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
+        from llmgym.agents.rollout import make_env, task_families
+        from llmgym.agents.runlog import MetricsLogger
+        from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
+        from llmgym.agents.tiny import load_model_and_tokenizer
+
+        self.cfg = cfg
+        # --- processes and seeding ------------------------------------------------------------
+        set_torch_threads(cfg.torch_threads)
+        self.accelerator = accelerator or Accelerator()
+        acc = self.accelerator
+        self.rank, self.world = acc.process_index, acc.num_processes
+        total = cfg.prompts_per_step * cfg.group_size
+        require(
+            total % self.world == 0,
+            f"prompts_per_step * group_size ({total}) must be divisible by the number of processes "
+            f"({self.world}); change prompts_per_step or group_size",
+        )
+        self.local_n = total // self.world
+        set_seed(cfg.seed)
+        self.gens = Generators(cfg.seed, self.rank)
+
+        # --- model, optimizer, reference --------------------------------------------------------
+        model, self.tokenizer = load_model_and_tokenizer(cfg.model)
+        if cfg.disable_dropout:
+            disable_dropout(model)
+        model.train()
+        optimizer, lr_sched = build_optimizer(model.parameters(), cfg, cfg.total_steps)
+        self.model, self.optimizer, self.lr_scheduler = acc.prepare(model, optimizer, lr_sched)
+        self.ref: ReferenceModel | None = None
+        if cfg.beta > 0:
+            self.ref = ReferenceModel(
+                acc.unwrap_model(self.model),
+                mode=cfg.reference,
+                update_every=cfg.ref_update_every,
+                alpha=cfg.ref_mix_alpha,
+            )
+        self.kl_ctl = (
+            AdaptiveKLController(cfg.beta, target=cfg.kl_target, horizon=cfg.kl_horizon)
+            if cfg.kl_target
+            else FixedKLController(cfg.beta)
+        )
+
+        # --- environments and task scheduler -----------------------------------------------------
+        self.envs = [make_env(cfg.env_id, cfg.env_kwargs) for _ in range(self.local_n)]
+        self.probe_env = make_env(cfg.env_id, cfg.env_kwargs)
+        self.max_turns = int(getattr(self.probe_env.unwrapped, "max_turns", 1))
+        self.scheduler: TaskScheduler | None = None
+        if cfg.scheduler is not None:
+            self.scheduler = TaskScheduler(
+                task_families(self.probe_env), SchedulerConfig.from_dict(dict(cfg.scheduler))
+            )
+
+        # --- checkpointed state, logging, resume --------------------------------------------------
+        for obj in (self.gens, self.kl_ctl, self.scheduler, self.ref):
+            if obj is not None:
+                acc.register_for_checkpointing(obj)
+        self.step = 0
+        self.episodes = 0
+        self.log = MetricsLogger(
+            cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
+        )
+        if cfg.resume and (ckpt := latest_checkpoint(cfg.output_dir)) is not None:
+            state = load_checkpoint(acc, ckpt)
+            self.step, self.episodes = int(state["step"]), int(state.get("episodes", 0))
+            self.log.truncate_after(self.step)
+        if acc.is_main_process:
+            Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+            import yaml
+
+            (Path(cfg.output_dir) / "config.yaml").write_text(
+                yaml.safe_dump({"algo": "grpo", **cfg.to_dict()}, sort_keys=False)
+            )
+        self._torch = torch
+
+    # --- one step: tasks -> rollouts -> advantages -> update -------------------------------------
+
+    def train_step(self) -> dict[str, float]:
+        """One GRPO step; returns its metrics (identical on every process)."""
+        cfg, torch = self.cfg, self._torch
+        t_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        from accelerate.utils import gather_object
+
+        from llmgym.agents.rollout import collect, draw_tasks
+
+        # 1. Rollouts: the same task list on every process; this process plays its slice.
+        #    With dynamic sampling, extra rounds replace groups whose rewards are all equal.
+        kept_trajs: list[Any] = []  # this process's trajectories of kept groups
+        kept_adv: list[float] = []
+        all_summaries: list[Any] = []  # every episode of every round, all processes
+        kept_groups, zero_std_groups = 0, 0
+        rounds = 1 + (cfg.dynamic_sampling_rounds if cfg.dynamic_sampling else 0)
+        start = self.rank * self.local_n
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            tasks = draw_tasks(
+                self.probe_env, cfg.prompts_per_step, self.gens.tasks, self.scheduler
+            )
+            mine = [tasks[(start + j) // cfg.group_size] for j in range(self.local_n)]
+            trajs = collect(
+                self.envs,
+                self._unwrapped(),
+                self.tokenizer,
+                seeds=[t.seed for t in mine],
+                options=[t.options() for t in mine],
+                max_new_tokens=cfg.max_new_tokens,
+                max_total_tokens=cfg.max_total_tokens,
+                temperature=cfg.temperature,
+                top_k=cfg.top_k,
+                top_p=cfg.top_p,
+                generator=self.gens.sampling,
+                env_workers=cfg.env_workers,
+                timings=timings,
+            )
+            # 2. Gather every episode's reward from every process, then normalise within groups.
+            local = [t.summary() for t in trajs]
+            summaries = gather_object(local) if self.world > 1 else local
+            all_summaries += summaries
+            rewards = torch.tensor([s.reward for s in summaries], dtype=torch.float32)
+            advantages = group_advantages(rewards, cfg.group_size, cfg.scale_rewards)
+            zero_std = (rewards.view(-1, cfg.group_size).std(dim=1) < 1e-6).tolist()
+            zero_std_groups += sum(zero_std)
+            self._update_scheduler(tasks, summaries, advantages)
+            for g in range(cfg.prompts_per_step):
+                if kept_groups >= cfg.prompts_per_step:
+                    break
+                if cfg.dynamic_sampling and zero_std[g]:
+                    continue
+                kept_groups += 1
+                for j in range(self.local_n):
+                    if (start + j) // cfg.group_size == g:
+                        kept_trajs.append(trajs[j])
+                        kept_adv.append(float(advantages[start + j]))
+            if kept_groups >= cfg.prompts_per_step:
+                break
+        timings["rollout_s"] = time.perf_counter() - t0
+        self.episodes += len(all_summaries)
+
+        # 3. Policy update on this process's kept episodes.
+        t0 = time.perf_counter()
+        stats = self._update(kept_trajs, kept_adv) if kept_groups else {}
+        timings["update_s"] = time.perf_counter() - t0
+
+        # 4. Reference model and KL coefficient.
+        self.step += 1
+        if self.ref is not None:
+            self.ref.update(self._unwrapped(), self.step)
+        if "kl" in stats and self.ref is not None:
+            self.kl_ctl.update(stats["kl"], n_steps=len(all_summaries))
+
+        # 5. Metrics (computed from gathered data: identical on every process).
+        from llmgym.agents.rollout import rollout_metrics
+
+        elapsed = time.perf_counter() - t_start
+        tokens = sum(s.completion_tokens for s in all_summaries)
+        metrics: dict[str, float] = {**rollout_metrics(all_summaries), **stats}
+        metrics.update(
+            {
+                "charts/learning_rate": self.lr_scheduler.get_last_lr()[0],
+                "charts/beta": self.kl_ctl.value,
+                "charts/episodes": float(self.episodes),
+                "charts/samples_per_s": len(all_summaries) / elapsed,
+                "charts/tokens_per_s": tokens / elapsed,
+                "charts/kept_groups": float(kept_groups),
+                "charts/zero_std_groups_frac": zero_std_groups
+                * cfg.group_size
+                / len(all_summaries),
+                "time/step_s": elapsed,
+                **{f"time/{k}": v for k, v in timings.items()},
+            }
+        )
+        if self.scheduler is not None:
+            metrics.update(self.scheduler.metrics())
+        return metrics
+
+    def _update_scheduler(
+        self, tasks: Sequence[Any], summaries: Sequence[Any], advantages: Any
+    ) -> None:
+        if self.scheduler is None:
+            return
+        g = self.cfg.group_size
+        for i, task in enumerate(tasks):
+            if task.arm is None:
+                continue
+            group = summaries[i * g : (i + 1) * g]
+            self.scheduler.update(
+                task.arm,
+                [s.is_success for s in group],
+                advantages=[float(a) for a in advantages[i * g : (i + 1) * g]],
+                step=self.step + 1,
+            )
+
+    def _update(self, trajs: list[Any], advantages: list[float]) -> dict[str, float]:
+        """num_iterations x mini_batches optimizer steps on the kept episodes; returns loss stats."""
+        cfg, acc, torch = self.cfg, self.accelerator, self._torch
+        from llmgym.agents.modeling import pad_right, token_logprobs
+
+        if cfg.mask_truncated_completions:
+            keep = [i for i, t in enumerate(trajs) if not t.completion_truncated]
+            trajs, advantages = [trajs[i] for i in keep], [advantages[i] for i in keep]
+        pad = self.tokenizer.pad_token_id or 0
+        ids, attn = pad_right([t.token_ids for t in trajs] or [[pad, pad]], pad)
+        loss_mask, _ = pad_right([t.loss_mask for t in trajs] or [[0, 0]], 0)
+        loss_mask = loss_mask[:, 1:]  # aligned with next-token logprobs
+        if not trajs:
+            loss_mask = (
+                loss_mask * 0
+            )  # a process with nothing to train still joins every collective
+        adv = torch.tensor(advantages or [0.0], dtype=torch.float32)
+        n = ids.shape[0]
+
+        def forward(model: Any, rows: Any, grad: bool, entropy: bool = False) -> tuple[Any, Any]:
+            with torch.set_grad_enabled(grad):
+                lp, ent, _ = token_logprobs(
+                    model, ids[rows], attn[rows], temperature=cfg.temperature, with_entropy=entropy
+                )
+            return lp, ent
+
+        def no_grad_logprobs(model: Any) -> Any:
+            parts = []
+            for s in range(0, n, cfg.micro_batch_size):
+                rows = slice(s, s + cfg.micro_batch_size)
+                parts.append(forward(model, rows, False)[0])
+            return _cat_padded(parts, ids.shape[1] - 1)
+
+        on_policy = cfg.num_iterations == 1 and cfg.mini_batches == 1
+        old_lp = None if on_policy else no_grad_logprobs(self.model)
+        pre_lp = torch.zeros(
+            ids.shape[0], ids.shape[1] - 1
+        )  # on-policy: the logprobs before the step
+        ref_lp = no_grad_logprobs(self.ref.model) if self.ref is not None else None
+
+        sums: dict[str, float] = {
+            "tokens": 0.0,
+            "clip_low": 0.0,
+            "clip_high": 0.0,
+            "pg": 0.0,
+            "kl": 0.0,
+        }
+        entropy_sum, grad_norms, losses = 0.0, [], []
+        order = list(range(n))
+        mb_size = math.ceil(n / cfg.mini_batches)
+        for _ in range(cfg.num_iterations):
+            for mb_start in range(0, cfg.mini_batches * mb_size, mb_size):
+                rows_mb = order[mb_start : mb_start + mb_size]
+                # Normalisers over the whole mini-batch (and, for dapo, every process).
+                local_tokens = float(loss_mask[rows_mb].sum()) if rows_mb else 0.0
+                counts = torch.tensor([local_tokens, float(len(rows_mb) if trajs else 0)])
+                global_counts = acc.reduce(counts, reduction="sum") if self.world > 1 else counts
+                micro = [
+                    rows_mb[s : s + cfg.micro_batch_size]
+                    for s in range(0, len(rows_mb), cfg.micro_batch_size)
+                ]
+                n_micro = self._max_over_processes(len(micro))
+                num_tokens = (
+                    float(global_counts[0]) / self.world
+                    if cfg.loss_type == "dapo"
+                    else local_tokens
+                )
+                for m in range(n_micro):
+                    rows = micro[m] if m < len(micro) else [0]  # padding pass: zero-weighted
+                    weight = 1.0 if m < len(micro) and trajs else 0.0
+                    sync = m == n_micro - 1
+                    with contextlib.nullcontext() if sync else acc.no_sync(self.model):
+                        lp, ent = forward(self.model, rows, True, entropy=True)
+                        if old_lp is None and weight:
+                            pre_lp[rows] = lp.detach()
+                        mask = loss_mask[rows] * weight
+                        old = old_lp[rows] if old_lp is not None else lp.detach()
+                        loss, st = grpo_loss(
+                            lp,
+                            old,
+                            adv[rows] if trajs else adv[:1].expand(len(rows)),
+                            mask,
+                            loss_type=cfg.loss_type,
+                            epsilon_low=cfg.epsilon_low,
+                            epsilon_high=cfg.epsilon_high,
+                            beta=self.kl_ctl.value if self.ref is not None else 0.0,
+                            ref_logprobs=ref_lp[rows] if ref_lp is not None else None,
+                            max_completion_length=cfg.max_new_tokens * self.max_turns,
+                            num_sequences=max(len(rows_mb), 1),
+                            num_tokens=num_tokens,
+                        )
+                        acc.backward(loss)
+                    losses.append(float(loss.detach()))
+                    for key in sums:
+                        sums[key] += float(st[key])
+                    if ent is not None:
+                        entropy_sum += float((ent * mask.to(ent.dtype)).sum())
+                if cfg.max_grad_norm > 0:
+                    grad_norms.append(
+                        float(acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm))
+                    )
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+        self.lr_scheduler.step()
+
+        # Statistics summed over processes, reported per trained token.
+        vec = torch.tensor(
+            [
+                sums["tokens"],
+                sums["clip_low"],
+                sums["clip_high"],
+                sums["pg"],
+                sums["kl"],
+                entropy_sum,
+            ]
+        )
+        vec = acc.reduce(vec, reduction="sum") if self.world > 1 else vec
+        tok = max(float(vec[0]), 1.0)
+        out = {
+            "losses/policy": float(vec[3]) / tok,
+            "losses/total": sum(losses) / max(len(losses), 1),
+            "clip_frac": float(vec[1] + vec[2]) / tok,
+            "clip_frac/low": float(vec[1]) / tok,
+            "clip_frac/high": float(vec[2]) / tok,
+            "entropy": float(vec[5]) / tok,
+            "charts/trained_tokens": float(vec[0]) / max(cfg.num_iterations, 1),
+        }
+        if grad_norms:
+            out["charts/grad_norm"] = sum(grad_norms) / len(grad_norms)
+        if self.ref is not None:
+            out["kl"] = float(vec[4]) / tok
+            out["losses/kl_penalty"] = self.kl_ctl.value * out["kl"]
+        elif cfg.measure_update_kl and trajs:
+            new_lp = no_grad_logprobs(self.model)
+            before = old_lp if old_lp is not None else pre_lp
+            m = loss_mask.to(new_lp.dtype)
+            kl_sum = torch.tensor([float((k3(before, new_lp) * m).sum()), float(m.sum())])
+            kl_sum = acc.reduce(kl_sum, reduction="sum") if self.world > 1 else kl_sum
+            out["kl"] = float(kl_sum[0]) / max(float(kl_sum[1]), 1.0)
+        return out
+
+    def _max_over_processes(self, value: int) -> int:
+        if self.world == 1:
+            return value
+        return int(self.accelerator.gather(self._torch.tensor([value])).max())
+
+    def _unwrapped(self) -> Any:
+        return self.accelerator.unwrap_model(self.model)
+
+    # --- the loop ----------------------------------------------------------------------------------
+
+    def train(self) -> dict[str, float]:
+        """Run to ``total_steps`` (from a resumed step if any); returns the last step's metrics."""
+        from tqdm.auto import tqdm
+
+        from llmgym.agents.checkpoint import save_checkpoint
+
+        cfg, acc = self.cfg, self.accelerator
+        bar = tqdm(
+            total=cfg.total_steps,
+            initial=self.step,
+            desc="grpo",
+            disable=not (cfg.progress and acc.is_main_process),
+            dynamic_ncols=True,
+        )
+        metrics: dict[str, float] = {}
+        while self.step < cfg.total_steps:
+            metrics = self.train_step()
+            if cfg.check_weights_every and self.step % cfg.check_weights_every == 0:
+                from llmgym.agents.modeling import check_in_sync
+
+                check_in_sync(acc, self.model, self.step)
+                metrics["charts/weights_in_sync"] = 1.0
+            if cfg.eval_every and self.step % cfg.eval_every == 0:
+                metrics.update(self.evaluate())
+            if self.step % cfg.log_every == 0 or self.step == cfg.total_steps:
+                self.log.log(self.step, metrics)
+            bar.update(1)
+            bar.set_postfix(
+                reward=f"{metrics.get('rewards/mean', 0):.3f}",
+                success=f"{metrics.get('rewards/success_rate', 0):.2f}",
+            )
+            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.total_steps:
+                save_checkpoint(
+                    acc,
+                    cfg.output_dir,
+                    self.step,
+                    keep=cfg.keep_checkpoints,
+                    extra={"episodes": self.episodes},
+                )
+        bar.close()
+        save_checkpoint(
+            acc,
+            cfg.output_dir,
+            self.step,
+            keep=cfg.keep_checkpoints,
+            extra={"episodes": self.episodes},
+        )
+        self.save_model(Path(cfg.output_dir) / "final")
+        self.log.close()
+        return metrics
+
+    def evaluate(self, seeds: Sequence[int] | None = None) -> dict[str, float]:
+        """Greedy success on held-out seeds (main process evaluates; every process gets the numbers)."""
+        from accelerate.utils import broadcast_object_list
+
+        from llmgym.agents.rollout import evaluate
+
+        cfg, acc = self.cfg, self.accelerator
+        seeds = (
+            list(seeds)
+            if seeds is not None
+            else list(range(cfg.eval_seed, cfg.eval_seed + cfg.eval_episodes))
+        )
+        result: list[Any] = [None]
+        if acc.is_main_process:
+            res = evaluate(
+                self._unwrapped(),
+                self.tokenizer,
+                cfg.env_id,
+                cfg.env_kwargs,
+                seeds=seeds,
+                max_new_tokens=cfg.max_new_tokens,
+                max_total_tokens=cfg.max_total_tokens,
+            )
+            self._unwrapped().train()
+            result = [
+                {
+                    "eval/success_rate": res.success_rate,
+                    "eval/mean_reward": res.mean_reward,
+                    **{f"eval/success/{d}": v for d, v in res.per_domain.items()},
+                }
+            ]
+        if self.world > 1:
+            broadcast_object_list(result)
+        out: dict[str, float] = result[0]
+        return out
+
+    def save_model(self, path: str | Path) -> None:
+        """The policy and tokenizer with ``save_pretrained`` (``hf:<path>`` loads it)."""
+        acc = self.accelerator
+        acc.wait_for_everyone()
+        if acc.is_main_process:
+            self._unwrapped().save_pretrained(path)
+            self.tokenizer.save_pretrained(path)
+        acc.wait_for_everyone()
+
+    def close(self) -> None:
+        for env in [*self.envs, self.probe_env]:
+            env.close()
+        self.log.close()
+
+
+def _cat_padded(parts: list[Any], width: int) -> Any:
+    import torch
+
+    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[1])) for p in parts], 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m llmgym.agents.grpo --config FILE [--set key=value ...]`` (works under accelerate launch)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="llmgym.agents.grpo", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="YAML config (GRPOConfig fields)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--output-dir", help="overrides output_dir")
+    parser.add_argument("--resume", action="store_true", help="resume from the latest checkpoint")
+    args = parser.parse_args(argv)
+    extra: dict[str, Any] = {}
+    if args.output_dir:
+        extra["output_dir"] = args.output_dir
+    if args.resume:
+        extra["resume"] = True
+    cfg = GRPOConfig.load(args.config, args.overrides, **extra)
+    trainer = GRPOTrainer(cfg)
+    try:
+        metrics = trainer.train()
+    finally:
+        trainer.close()
+    if trainer.accelerator.is_main_process:
+        print(
+            f"done: {cfg.total_steps} steps, reward {metrics.get('rewards/mean', float('nan')):.3f}, "
+            f"success {metrics.get('rewards/success_rate', float('nan')):.3f}; model in {cfg.output_dir}/final",
+            file=sys.stderr,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Training metrics: one JSON object per step in ``<run>/metrics.jsonl``, mirrored to TensorBoard.
+
+The schema that ``llmgym report RUN_DIR`` reads: every line holds ``step`` (int, 1-based),
+``time`` (unix seconds) and flat metric names mapped to floats:
+
+- ``losses/*``: ``losses/policy``, ``losses/value``, ``losses/kl_penalty``, ``losses/total``, ``losses/sft``
+- ``charts/*``: ``charts/learning_rate``, ``charts/samples_per_s``, ``charts/tokens_per_s``,
+  ``charts/episodes``, ``charts/completion_length``, ``charts/kl_coef``...
+- ``rewards/mean``, ``rewards/success_rate`` and ``rewards/<domain>`` (mean reward per domain),
+  ``success/<domain>``
+- ``kl`` (KL of the policy to the reference model when one is loaded; otherwise how far the
+  step's update moved the policy), ``entropy`` (per sampled token), ``clip_frac`` (top level)
+- ``sandbox/timeout_rate``, ``sandbox/oom_rate``, ``sandbox/crash_rate``, ``sandbox/error_rate``
+- ``time/<phase>_s`` (``time/rollout_s``, ``time/update_s``, ``time/step_s``...)
+- ``scheduler/<task>/{p_success,difficulty,weight,paused,adv_abs}`` when a scheduler runs
+- ``eval/success_rate``, ``eval/mean_reward`` on steps that evaluate held-out seeds
+
+>>> import tempfile, json, pathlib
+>>> d = tempfile.mkdtemp()
+>>> with MetricsLogger(d, tensorboard=False) as log:
+...     _ = log.log(1, {"losses/policy": 0.5, "kl": 0.01})
+>>> json.loads(pathlib.Path(d, "metrics.jsonl").read_text())["losses/policy"]
+0.5
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class MetricsLogger:
+    """Appends metrics to ``metrics.jsonl`` (and TensorBoard); only the main process writes."""
+
+    def __init__(self, run_dir: str | Path, *, tensorboard: bool = True, enabled: bool = True):
+        self.run_dir = Path(run_dir)
+        self.enabled = enabled
+        self._tb: Any = None
+        self._file: Any = None
+        if not enabled:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._file = (self.run_dir / METRICS_FILE).open("a", encoding="utf-8")
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:  # tensorboard is optional: JSONL is the record
+                self._tb = None
+            else:
+                self._tb = SummaryWriter(str(self.run_dir / "tb"))
+
+    def log(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Write one step's metrics (non-finite and non-numeric values are dropped)."""
+        record: dict[str, Any] = {"step": int(step), "time": round(time.time(), 3)}
+        for key, value in metrics.items():
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(number):
+                record[key] = number
+        if not self.enabled:
+            return record
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            for key, value in record.items():
+                if key not in ("step", "time"):
+                    self._tb.add_scalar(key, value, step)
+        return record
+
+    def truncate_after(self, step: int) -> None:
+        """Drop records past ``step`` (resuming from a checkpoint taken at ``step``)."""
+        if not self.enabled:
+            return
+        path = self.run_dir / METRICS_FILE
+        self._file.close()
+        kept = [
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step
+        ]
+        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        self._file = path.open("a", encoding="utf-8")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+    def __enter__(self) -> MetricsLogger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of a run's ``metrics.jsonl`` (a partial last line is skipped)."""
+    path = Path(run_dir) / METRICS_FILE
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

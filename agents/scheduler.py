@@ -1,0 +1,230 @@
+"""Task scheduler for joint training: learning-progress sampling, curriculum, pausing converged tasks.
+
+Each *arm* is a task family (every family is a domain of its own; for ``llm/Mixture-v0`` the
+families are ``"<env id>::<family>"``). The scheduler keeps, per arm, a smoothed success rate
+``p``, the mean absolute advantage of its groups, its current difficulty and whether it is
+paused, and each step:
+
+- samples arms with probability proportional to ``p (1 - p)`` (the variance of a success: high
+  where the model is learning, near zero where it always or never succeeds), plus a floor so
+  that no active arm starves;
+- raises an arm's difficulty by ``difficulty_step`` when ``p >= raise_at`` and lowers it when
+  ``p <= lower_at`` (a curriculum), after ``min_episodes`` episodes at the current level;
+- pauses an arm whose ``p >= pause_at`` at its hardest difficulty (converged: compute goes to
+  arms still improving) and re-probes one paused arm every ``reprobe_every`` steps, resuming
+  it when the probe's success falls below ``pause_at``.
+
+Its state is checkpointed (``state_dict``) and logged (``metrics`` -> ``scheduler/<arm>/...``).
+
+>>> import numpy as np
+>>> s = TaskScheduler(["easy", "hard"], SchedulerConfig(min_episodes=4, ema=1.0))
+>>> picks = s.choose(4, np.random.default_rng(0))
+>>> sorted({arm for arm, _ in picks}) <= ["easy", "hard"]
+True
+>>> s.update("easy", [True] * 8, step=1); s.arms["easy"].difficulty
+0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from llmgym import error
+
+
+@dataclass
+class SchedulerConfig:
+    """How tasks are chosen during training (``scheduler:`` in a trainer's YAML config)."""
+
+    strategy: str = "learning_progress"
+    """``learning_progress`` (weights ``p (1 - p)``) or ``uniform``."""
+    ema: float = 0.3
+    """Smoothing of each arm's success rate: ``p <- (1 - ema) p + ema * batch_success``."""
+    floor: float = 0.05
+    """Minimum share of the sampling weight every active arm keeps (exploration)."""
+    curriculum: bool = True
+    """Raise or lower each arm's difficulty with its success rate."""
+    start_difficulty: float = 0.0
+    """Difficulty every arm starts at (with ``curriculum``)."""
+    max_difficulty: float = 1.0
+    """Hardest difficulty the curriculum goes to."""
+    difficulty_step: float = 0.1
+    """How much one raise or lower moves the difficulty."""
+    raise_at: float = 0.8
+    """Success rate at or above which the difficulty rises."""
+    lower_at: float = 0.2
+    """Success rate at or below which the difficulty falls."""
+    min_episodes: int = 32
+    """Episodes an arm plays at a level before it may be raised, lowered or paused."""
+    pause_at: float = 0.95
+    """Success rate at the hardest level at which an arm counts as converged and is paused."""
+    reprobe_every: int = 20
+    """Steps between re-probes of a paused arm (0: never re-probe)."""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise error.Error(f"SchedulerConfig: {message}")
+
+        need(
+            self.strategy in ("learning_progress", "uniform"),
+            f"strategy must be 'learning_progress' or 'uniform', got {self.strategy!r}",
+        )
+        need(0 < self.ema <= 1, "ema must be in (0, 1]; 0.3 adapts within a few steps")
+        need(0 <= self.floor < 1, "floor must be in [0, 1)")
+        need(
+            0 <= self.start_difficulty <= self.max_difficulty <= 1,
+            "need 0 <= start_difficulty <= max_difficulty <= 1",
+        )
+        need(0 < self.difficulty_step <= 1, "difficulty_step must be in (0, 1]")
+        need(
+            0 <= self.lower_at < self.raise_at <= 1,
+            f"need lower_at < raise_at (got {self.lower_at} and {self.raise_at}); e.g. 0.2 and 0.8",
+        )
+        need(
+            0 < self.pause_at <= 1, "pause_at must be in (0, 1]; set 1.0 to pause only perfect arms"
+        )
+        need(self.min_episodes >= 1, "min_episodes must be >= 1")
+        need(self.reprobe_every >= 0, "reprobe_every must be >= 0 (0: never)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SchedulerConfig:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise error.Error(f"SchedulerConfig has no field(s) {unknown}; fields: {sorted(names)}")
+        return cls(**data)
+
+
+@dataclass
+class ArmState:
+    """What the scheduler knows about one task family."""
+
+    difficulty: float
+    p_success: float = 0.5
+    episodes: int = 0
+    """Episodes played at the current difficulty."""
+    total_episodes: int = 0
+    adv_abs: float = 0.0
+    """Smoothed mean absolute advantage of the arm's episodes (how much signal it gives)."""
+    paused: bool = False
+    paused_at_step: int = -1
+
+
+class TaskScheduler:
+    """Chooses ``(arm, difficulty)`` for each prompt of a step and learns from the outcomes."""
+
+    def __init__(self, arms: Sequence[str], config: SchedulerConfig | None = None):
+        if not arms:
+            raise error.Error("TaskScheduler needs at least one arm (task family)")
+        self.config = config or SchedulerConfig()
+        start = (
+            self.config.start_difficulty if self.config.curriculum else self.config.max_difficulty
+        )
+        self.arms: dict[str, ArmState] = {a: ArmState(difficulty=start) for a in sorted(set(arms))}
+        self.step = 0
+        self._probe_cursor = 0
+
+    # --- choosing ---------------------------------------------------------------------------
+
+    def weights(self) -> dict[str, float]:
+        """Sampling probability of each arm now (0 for paused arms)."""
+        active = [a for a, s in self.arms.items() if not s.paused]
+        if not active:
+            return {a: 1.0 / len(self.arms) for a in self.arms}  # all converged: keep probing
+        if self.config.strategy == "uniform":
+            raw = {a: 1.0 for a in active}
+        else:
+            raw = {a: self.arms[a].p_success * (1 - self.arms[a].p_success) for a in active}
+        total = sum(raw.values())
+        n = len(active)
+        floor = self.config.floor
+        probs = {
+            a: (1 - floor) * (raw[a] / total if total > 0 else 1 / n) + floor / n for a in active
+        }
+        return {a: probs.get(a, 0.0) for a in self.arms}
+
+    def choose(self, n: int, rng: np.random.Generator) -> list[tuple[str, float]]:
+        """``n`` ``(arm, difficulty)`` picks for this step (a paused arm is re-probed when due)."""
+        self.step += 1
+        names = list(self.arms)
+        probs = self.weights()
+        p = np.array([probs[a] for a in names], dtype=float)
+        picks = [names[int(i)] for i in rng.choice(len(names), size=n, p=p / p.sum())]
+        paused = [a for a in names if self.arms[a].paused]
+        every = self.config.reprobe_every
+        if paused and every and self.step % every == 0 and len(paused) < len(names):
+            probe = paused[self._probe_cursor % len(paused)]
+            self._probe_cursor += 1
+            picks[-1] = probe
+        return [(a, self.arms[a].difficulty) for a in picks]
+
+    # --- learning -------------------------------------------------------------------------------
+
+    def update(
+        self,
+        arm: str,
+        successes: Sequence[bool],
+        *,
+        advantages: Sequence[float] = (),
+        step: int | None = None,
+    ) -> None:
+        """Record one step's outcomes for ``arm`` (all its episodes of that step)."""
+        if arm not in self.arms or not successes:
+            return
+        cfg = self.config
+        s = self.arms[arm]
+        rate = float(np.mean(successes))
+        if s.paused:  # a re-probe
+            if rate < cfg.pause_at:
+                s.paused, s.p_success, s.episodes = False, rate, 0
+            return
+        s.p_success = (1 - cfg.ema) * s.p_success + cfg.ema * rate
+        s.episodes += len(successes)
+        s.total_episodes += len(successes)
+        if advantages:
+            s.adv_abs = (1 - cfg.ema) * s.adv_abs + cfg.ema * float(np.mean(np.abs(advantages)))
+        if s.episodes < cfg.min_episodes:
+            return
+        at_top = not cfg.curriculum or s.difficulty >= cfg.max_difficulty - 1e-9
+        if at_top and s.p_success >= cfg.pause_at:
+            s.paused, s.paused_at_step = True, self.step if step is None else step
+        elif cfg.curriculum and s.p_success >= cfg.raise_at and not at_top:
+            s.difficulty = round(min(s.difficulty + cfg.difficulty_step, cfg.max_difficulty), 2)
+            s.p_success, s.episodes = 0.5, 0
+        elif cfg.curriculum and s.p_success <= cfg.lower_at and s.difficulty > 0:
+            s.difficulty = round(max(s.difficulty - cfg.difficulty_step, 0.0), 2)
+            s.p_success, s.episodes = 0.5, 0
+
+    # --- observability and checkpoints --------------------------------------------------------
+
+    def metrics(self) -> dict[str, float]:
+        """``scheduler/<arm>/{p_success,difficulty,weight,paused,adv_abs}`` and totals."""
+        probs = self.weights()
+        out: dict[str, float] = {
+            "scheduler/active_arms": float(sum(not s.paused for s in self.arms.values())),
+            "scheduler/mean_difficulty": float(np.mean([s.difficulty for s in self.arms.values()])),
+        }
+        for a, s in self.arms.items():
+            out[f"scheduler/{a}/p_success"] = s.p_success
+            out[f"scheduler/{a}/difficulty"] = s.difficulty
+            out[f"scheduler/{a}/weight"] = probs[a]
+            out[f"scheduler/{a}/paused"] = float(s.paused)
+            out[f"scheduler/{a}/adv_abs"] = s.adv_abs
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "arms": {a: asdict(s) for a, s in self.arms.items()},
+            "step": self.step,
+            "probe_cursor": self._probe_cursor,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.arms = {a: ArmState(**s) for a, s in state["arms"].items()}
+        self.step = int(state["step"])
+        self._probe_cursor = int(state["probe_cursor"])
