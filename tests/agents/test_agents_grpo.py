@@ -1,0 +1,198 @@
+"""GRPO trainer: updates, exact resume, references, dynamic sampling, multi-turn, scheduler, mixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from conftest import DIGITS_ENV, MATH, MATH_KWARGS, TOOL_ENV
+
+from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
+from llmgym.agents.runlog import read_metrics
+
+
+def _cfg(tiny_dir: str, out: Path, **kw: Any) -> GRPOConfig:
+    base: dict[str, Any] = {
+        "model": tiny_dir,
+        "env_id": DIGITS_ENV,
+        "output_dir": str(out),
+        "total_steps": 2,
+        "prompts_per_step": 4,
+        "group_size": 4,
+        "max_new_tokens": 6,
+        "learning_rate": 1e-3,
+        "progress": False,
+        "tensorboard": False,
+        "micro_batch_size": 8,
+    }
+    base.update(kw)
+    return GRPOConfig(**base)
+
+
+def _params(trainer: GRPOTrainer) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in trainer._unwrapped().parameters()]
+
+
+def test_weights_change_after_a_step_and_metrics_are_logged(tiny_dir: str, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(_cfg(tiny_dir, tmp_path, total_steps=1, tensorboard=True))
+    before = _params(trainer)
+    metrics = trainer.train()
+    after = _params(trainer)
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    for key in (
+        "losses/policy",
+        "charts/learning_rate",
+        "charts/samples_per_s",
+        "charts/tokens_per_s",
+        "rewards/mean",
+        "rewards/length",
+        "kl",
+        "entropy",
+        "clip_frac",
+        "time/rollout_s",
+        "time/update_s",
+        "time/generate_s",
+        "time/step_s",
+    ):
+        assert key in metrics, key
+    (record,) = read_metrics(tmp_path)
+    assert record["step"] == 1 and record["rewards/length"] == pytest.approx(
+        metrics["rewards/length"]
+    )
+    assert (tmp_path / "final" / "config.json").is_file() and (tmp_path / "config.yaml").is_file()
+    assert any((tmp_path / "tb").iterdir())
+
+
+def test_resume_is_exact(tiny_dir: str, tmp_path: Path) -> None:
+    straight = GRPOTrainer(_cfg(tiny_dir, tmp_path / "a", total_steps=4, save_every=2))
+    straight.train()
+    first = GRPOTrainer(_cfg(tiny_dir, tmp_path / "b", total_steps=2, save_every=2))
+    first.train()
+    resumed = GRPOTrainer(_cfg(tiny_dir, tmp_path / "b", total_steps=4, save_every=2, resume=True))
+    assert resumed.step == 2
+    resumed.train()
+    for a, b in zip(_params(straight), _params(resumed), strict=True):
+        assert torch.equal(a, b)
+
+    def strip(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        volatile = ("time", "charts/samples", "charts/tokens")
+        return [{k: v for k, v in r.items() if not k.startswith(volatile)} for r in records]
+
+    assert strip(read_metrics(tmp_path / "a")) == strip(read_metrics(tmp_path / "b"))
+    assert [r["step"] for r in read_metrics(tmp_path / "b")] == [1, 2, 3, 4]
+
+
+def test_kl_with_dynamic_reference_and_adaptive_beta(tiny_dir: str, tmp_path: Path) -> None:
+    cfg = _cfg(
+        tiny_dir,
+        tmp_path,
+        beta=0.05,
+        reference="refresh",
+        ref_update_every=1,
+        kl_target=0.01,
+        kl_horizon=100,
+        total_steps=2,
+    )
+    trainer = GRPOTrainer(cfg)
+    m1 = trainer.train_step()
+    assert trainer.ref is not None and trainer.ref.updates == 1
+    assert m1["kl"] >= 0 and "losses/kl_penalty" in m1
+    assert m1["charts/beta"] != 0.05  # the adaptive controller moved it
+    for a, b in zip(trainer.ref.model.parameters(), trainer._unwrapped().parameters(), strict=True):
+        assert torch.equal(a, b)  # refreshed to the policy
+
+
+def test_dynamic_sampling_drops_uninformative_groups(tiny_dir: str, tmp_path: Path) -> None:
+    # A random model never solves Math: every group has equal rewards, so nothing is trained.
+    trainer = GRPOTrainer(
+        _cfg(
+            tiny_dir,
+            tmp_path,
+            env_id=MATH,
+            env_kwargs=MATH_KWARGS,
+            dynamic_sampling=True,
+            dynamic_sampling_rounds=1,
+        )
+    )
+    before = _params(trainer)
+    m = trainer.train_step()
+    assert m["charts/kept_groups"] == 0 and m["charts/zero_std_groups_frac"] == 1.0
+    assert m["charts/episodes"] == 2 * 16  # one extra round was tried
+    assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
+
+
+def test_truncated_completions_can_be_masked(tiny_dir: str, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(
+        _cfg(tiny_dir, tmp_path, max_new_tokens=1, mask_truncated_completions=True)
+    )
+    m = trainer.train_step()
+    assert m["charts/completion_truncated_frac"] > 0
+    assert m["charts/trained_tokens"] == pytest.approx(
+        16 * (1 - m["charts/completion_truncated_frac"])
+    )
+
+
+def test_multi_turn_with_reused_samples(tiny_dir: str, tmp_path: Path) -> None:
+    cfg = _cfg(
+        tiny_dir, tmp_path, env_id=TOOL_ENV, num_iterations=2, mini_batches=2, loss_type="grpo"
+    )
+    trainer = GRPOTrainer(cfg)
+    m = trainer.train_step()
+    assert m["charts/turns"] >= 1 and "clip_frac" in m and "rewards/toyarith" in m
+
+
+def test_scheduler_over_a_mixture(tiny_dir: str, tmp_path: Path) -> None:
+    env_kwargs = {
+        "envs": [
+            {"id": DIGITS_ENV},
+            {"id": MATH, "kwargs": {"families": ["arith.add_small", "arith.mul"]}},
+        ]
+    }
+    cfg = _cfg(
+        tiny_dir,
+        tmp_path,
+        env_id="llm/Mixture-v0",
+        env_kwargs=env_kwargs,
+        scheduler={"min_episodes": 4},
+        total_steps=2,
+        save_every=1,
+    )
+    trainer = GRPOTrainer(cfg)
+    metrics = trainer.train()
+    assert trainer.scheduler is not None
+    arms = set(trainer.scheduler.arms)
+    assert f"{MATH}::arith.mul" in arms and f"{DIGITS_ENV}::default" in arms
+    assert any(k.startswith("scheduler/") for k in metrics)
+    state = trainer.scheduler.state_dict()
+    resumed = GRPOTrainer(
+        _cfg(
+            tiny_dir,
+            tmp_path,
+            env_id="llm/Mixture-v0",
+            env_kwargs=env_kwargs,
+            scheduler={"min_episodes": 4},
+            total_steps=2,
+            resume=True,
+        )
+    )
+    assert resumed.scheduler is not None and resumed.scheduler.state_dict() == state
+
+
+def test_uneven_process_split_is_rejected(tiny_dir: str, tmp_path: Path) -> None:
+    class FakeAccelerator:
+        process_index, num_processes = 0, 3
+
+    with pytest.raises(ValueError, match="divisible by the number of processes"):
+        GRPOTrainer(_cfg(tiny_dir, tmp_path), accelerator=FakeAccelerator())
+
+
+def test_config_written_for_provenance(tiny_dir: str, tmp_path: Path) -> None:
+    GRPOTrainer(_cfg(tiny_dir, tmp_path, total_steps=1)).close()
+    import yaml
+
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert saved["algo"] == "grpo" and saved["model"] == tiny_dir
+    assert json.dumps(saved)  # plain data
