@@ -8,9 +8,10 @@ Processes of one run, namespaces mode (local backend)::
 
     parent (llmgym)  --socket-->  zygote Z (pid 1 of its own pid/mount/net/ipc/uts namespaces,
                                   a read-only root built from bind mounts, pre-imported stdlib)
-      fork, in a new pid namespace
-      -> run init I (pid 1 of the run: reaps orphans, nothing else; its death ends the run)
-      fork, into I's pid namespace
+      init spawner S (forked from Z once, SIGCHLD ignored), in a new pid namespace, spawns
+      -> run init I: ``sleep`` (pid 1 of the run; with SIGCHLD ignored the kernel reaps the
+         orphans it inherits; its death ends the run)
+      Z forks, into I's pid namespace
       -> program P (pid 2, Z's child: makes the run's mount/IPC/net namespaces, a private /tmp
          and /dev/shm, a fresh /proc; on its request writes the files, compiles, joins the
          run's cgroups, then takes rlimits, no-new-privs, no capabilities, uid 65534, seccomp,
@@ -19,12 +20,13 @@ Processes of one run, namespaces mode (local backend)::
 
 Both are made ahead of the request (the "spare"), so a run's latency is what depends on it.
 When P ends, Z reaps it (wait status and rusage for the parent) and kills I: the kernel then
-kills every process left in the run's pid namespace, daemons and double forks included. I runs
-almost no Python (every page a forked process writes is a copy-on-write fault), which is why it
-is not the one that forks P. In container mode (docker backend) Z is the container's init and
-runs one run at a time: it forks P when the request comes, wipes /tmp, /dev/shm and SysV IPC
-objects before each run and kills every process left after it; the container supplies the rest
-of the isolation.
+kills every process left in the run's pid namespace, daemons and double forks included. Only
+P is a copy of Z: every page a forked Python process writes is a copy-on-write fault, and the
+copy of Z's page tables and their teardown cost as much again (see :class:`InitSpawner`).
+Where no ``sleep`` binary exists, Z forks I itself, a Python loop that reaps (:func:`run_init`).
+In container mode (docker backend) Z is the container's init and runs one run at a time: it
+forks P when the request comes, wipes /tmp, /dev/shm and SysV IPC objects before each run and
+kills every process left after it; the container supplies the rest of the isolation.
 
 Protocol: the parent sends one SOCK_SEQPACKET message per run: a JSON request plus file
 descriptors (control socket first, then payload memfd, stdin, stdout, stderr, result channel,
@@ -727,7 +729,11 @@ def run_init() -> None:
     ignores what the run's processes send it (a namespace's init only gets signals it handles).
     """
     _set_comm(b"llmgym-init")
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
     os.closerange(3, 1 << 20)
+    prctl(PR_SET_DUMPABLE, 0)  # its /proc files stay root's, even to a program of its uid
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     while True:
         try:
@@ -736,6 +742,78 @@ def run_init() -> None:
             signal.sigwait({signal.SIGCHLD})
         except InterruptedError:
             pass
+
+
+_SLEEP = ("/usr/bin/sleep", "/bin/sleep")
+_NULL_STDIO = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_RDWR, 0) for fd in (0, 1, 2)]
+_FOREVER = "2147483647"  # seconds: 68 years, a number every sleep(1) accepts
+
+
+class InitSpawner:
+    """Makes each run's init without copying the zygote: a helper that spawns ``sleep``.
+
+    A namespace's pid 1 must reap the orphans reparented to it; a process whose SIGCHLD is
+    ignored has the kernel reap its children for it, and that disposition survives ``exec``.
+    So the run's init can be a plain ``sleep`` spawned with SIGCHLD ignored: it sleeps, the
+    kernel reaps, and its death (SIGKILL from the zygote or the parent) ends the namespace.
+    The zygote itself cannot ignore SIGCHLD (it needs its programs' wait statuses), so the
+    spawning is done by this helper, forked from the zygote once: it unshares a new pid
+    namespace and spawns (``posix_spawn``: vfork, then exec, no page tables copied) ``sleep`` in
+    it, and hands back a pidfd of it. A Python init forked from the zygote costs a copy of the
+    zygote's page tables, copy-on-write faults on both sides and the teardown of all of it.
+    """
+
+    def __init__(self, sleep: str, close: Sequence[int]) -> None:
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.sock.close()
+            _close_all(close)
+            self._serve(child, sleep)
+        child.close()
+
+    def spawn(self) -> tuple[int, int, int]:
+        """(pid, pidfd, pid namespace fd) of a new init, pid 1 of a new pid namespace."""
+        self.sock.send(b"i")
+        data, fds, _ = _recv(self.sock)
+        if not data or data.startswith(b"E") or len(fds) != 2:
+            _close_all(fds)
+            raise OSError(f"the init spawner failed: {data[1:].decode(errors='replace')}")
+        return int(data), fds[0], fds[1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+    @staticmethod
+    def _serve(sock: socket.socket, sleep: str) -> None:
+        _set_comm(b"llmgym-spawner")
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_SIGCHLD, int(signal.SIG_IGN))
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        argv = ["sleep", _FOREVER]
+        while True:
+            try:
+                if not sock.recv(16):
+                    os._exit(0)
+            except InterruptedError:
+                continue
+            except OSError:
+                os._exit(0)
+            try:
+                unshare(CLONE_NEWPID)
+                try:
+                    pid = os.posix_spawn(sleep, argv, {}, setsid=True, file_actions=_NULL_STDIO)
+                    ns = os.open("/proc/self/ns/pid_for_children", os.O_RDONLY | os.O_CLOEXEC)
+                finally:
+                    setns(own, CLONE_NEWPID)
+                fd = os.pidfd_open(pid)
+                try:
+                    _send_raw(sock, str(pid).encode(), [fd, ns])
+                finally:
+                    os.close(fd)
+                    os.close(ns)
+            except OSError as exc:
+                _send_raw(sock, b"E" + str(exc).encode())
 
 
 def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
@@ -883,7 +961,8 @@ class _Run:
 class _Spare:
     __slots__ = ("init", "init_fd", "prog", "sock")
 
-    def __init__(self, init: int, init_fd: int, prog: int, sock: socket.socket) -> None:
+    def __init__(self, init: int | None, init_fd: int, prog: int, sock: socket.socket) -> None:
+        # init: its pid when this process is its parent (and reaps it), else None.
         self.init, self.init_fd, self.prog, self.sock = init, init_fd, prog, sock
 
 
@@ -908,27 +987,42 @@ class Zygote:
         self.runs: dict[int, _Run] = {}  # by program pid
         self.inits: dict[int, _Run] = {}  # by init pid, until the init is reaped
         self.spare: _Spare | None = None
+        self.spawner: InitSpawner | None = None
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._wake_w = wake_w
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
     # -- namespaces mode -------------------------------------------------------------------
 
-    def make_spare(self) -> None:
+    def _new_init(self) -> tuple[int, int, int, bool]:
+        """A new run's init: (pid, pidfd, its pid namespace, whether this process reaps it)."""
+        if self.spawner is not None:
+            try:
+                pid, fd, ns = self.spawner.spawn()
+                return pid, fd, ns, False
+            except OSError as exc:
+                os.write(2, f"llmgym zygote: {exc}; forking inits from now on\n".encode())
+                self.spawner.close()
+                self.spawner = None
         unshare(CLONE_NEWPID)
-        init = -1
+        init = ns = -1
         try:
             init = os.fork()
             if init == 0:
                 run_init()
+            # Ours, not /proc/<init>/ns/pid: the init soon makes its /proc files unreadable.
+            ns = os.open("/proc/self/ns/pid_for_children", os.O_RDONLY | os.O_CLOEXEC)
         finally:
             if init != 0:
                 setns(self.own_pidns, CLONE_NEWPID)  # the next fork needs a fresh one again
-        init_fd = os.pidfd_open(init)
+        return init, os.pidfd_open(init), ns, True
+
+    def make_spare(self) -> None:
+        init, init_fd, ns, own_init = self._new_init()
         zs, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         prog = -1
         try:
-            ns = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             try:
                 setns(ns, CLONE_NEWPID)
             finally:
@@ -948,14 +1042,7 @@ class Zygote:
             raise
         finally:
             child.close()
-        self.spare = _Spare(init, init_fd, prog, zs)
-
-    def _drop_spare(self) -> None:
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)  # the program dies with it
-            os.close(spare.init_fd)
-            spare.sock.close()
+        self.spare = _Spare(init if own_init else None, init_fd, prog, zs)
 
     def start_in_namespaces(self, data: bytes, fds: list[int]) -> None:
         if self.spare is None:
@@ -966,7 +1053,8 @@ class Zygote:
         ctrl = fds[0]
         run = _Run(spare.prog, spare.init, spare.init_fd, ctrl)
         self.runs[spare.prog] = run
-        self.inits[spare.init] = run
+        if spare.init is not None:
+            self.inits[spare.init] = run
         _send_raw(socket.socket(fileno=os.dup(ctrl)), _STARTED, [spare.init_fd])
         try:
             spare.sock.sendmsg(
@@ -1022,11 +1110,20 @@ class Zygote:
                 self.spare = None
                 if pid == spare.prog:  # a spare that died before its run: end its namespace
                     signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)
-                    self.inits[spare.init] = _Run(spare.prog, spare.init, spare.init_fd, -1)
-                    self.inits[spare.init].prog_done = True
+                    if spare.init is not None:  # still to reap: close its pidfd then
+                        dead = _Run(spare.prog, spare.init, spare.init_fd, -1)
+                        dead.prog_done = True
+                        self.inits[spare.init] = dead
+                    else:
+                        os.close(spare.init_fd)
                 else:
                     os.close(spare.init_fd)
                 spare.sock.close()
+                continue
+            if self.spawner is not None and pid == self.spawner.pid:
+                os.write(2, b"llmgym zygote: the init spawner died; forking inits from now on\n")
+                self.spawner.close()
+                self.spawner = None
 
     def _program_ended(self, run: _Run, status: int, ru: Any) -> None:
         run.prog_done = True
@@ -1060,6 +1157,13 @@ class Zygote:
 
     def serve(self) -> None:
         if self.namespaces:
+            sleep = next((p for p in _SLEEP if os.access(p, os.X_OK)), None)
+            # Only as root: the init then belongs to root, out of reach of the programs (uid
+            # 65534). In a user namespace it would share their uid and stay dumpable.
+            root = not self.cfg["userns"]
+            if sleep is not None and root and self.cfg.get("init_spawner", True):
+                own = [self.sock.fileno(), self.wake_r, self._wake_w, self.own_pidns]
+                self.spawner = InitSpawner(sleep, own)
             self.make_spare()
         self.sock.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
         sock_fd = self.sock.fileno()

@@ -41,6 +41,11 @@ DEFAULT_PRELOAD = (
 Every megabyte the zygote holds makes each fork slower (page tables are copied), so the
 default is the small set that most short programs import; add yours with ``preload=``."""
 
+INIT_SPAWNER = True
+"""Each run's init is ``sleep`` spawned by a helper (see ``_zygote.InitSpawner``); ``False``
+forks a small Python init from the zygote instead (what happens anyway where no ``sleep``
+binary exists). Read when a sandbox starts; for tests and measurements."""
+
 _ROOT_BINDS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 _ETC_BINDS = (
     "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives",
@@ -836,6 +841,7 @@ class LocalSandbox(Sandbox):
             "etc_binds": list(_ETC_BINDS),
             "preload": list(preload),
             "seccomp": self._seccomp,
+            "init_spawner": INIT_SPAWNER,
         }
         self._settings = RunSettings(
             backend=self.backend, python=self.python, fast_path=fast_path, mode="namespaces"

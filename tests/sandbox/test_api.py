@@ -196,3 +196,28 @@ def test_closed_sandbox_refuses_runs() -> None:
     sb.close()
     with pytest.raises(SandboxClosed):
         sb.run(code="1")
+
+
+def test_forked_python_init_keeps_the_guarantees(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where no `sleep` can be spawned as a run's init, the zygote forks a Python one instead.
+    from llmgym.sandbox import local
+
+    from .test_hostile import ORPHANS
+
+    monkeypatch.setattr(local, "INIT_SPAWNER", False)
+    with get_sandbox("local") as sb:
+        who = sb.run(code="import os; print(os.getpid(), open('/proc/1/comm').read())")
+        assert who.stdout == "2 llmgym-init\n\n", who  # the program is pid 2; the init, Python
+        reaped = sb.run(code=ORPHANS, limits=FAST.replace(wall_time_s=30, max_processes=16))
+        assert reaped.stdout == "zombies 0\n", reaped
+        killer = sb.run(
+            code="import os, signal\nfor t in (1, -1):\n    try: os.kill(t, 9)\n    except OSError: pass\nprint('alive')",
+            limits=FAST,
+        )
+        assert killer.stdout == "alive\n", killer
+        daemon = sb.run(
+            code="import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nprint('bye')",
+            limits=FAST,
+        )
+        assert daemon.ok and daemon.wall_time_s < 5, daemon
+        assert sb.run(code="print(6 * 7)", limits=FAST).stdout == "42\n"

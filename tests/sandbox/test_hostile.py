@@ -371,6 +371,40 @@ def test_double_fork_daemon_dies_with_the_run(sandbox: Sandbox) -> None:
     assert not found, f"daemon survived the run: {found}"
 
 
+ORPHANS = """
+import os, time
+for i in range(20):
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            os._exit(0)  # an orphan once its parent is gone: the run's init must reap it
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+def zombies():
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if p.isdigit() and f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    found.append(p)
+        except OSError:
+            pass
+    return found
+
+deadline = time.monotonic() + 10
+while zombies() and time.monotonic() < deadline:
+    time.sleep(0.01)
+print("zombies", len(zombies()))
+"""
+
+
+def test_orphans_are_reaped(sandbox: Sandbox) -> None:
+    res = run(sandbox, ORPHANS, Limits(wall_time_s=30, max_processes=16))
+    assert res.ok, res
+    assert res.stdout == "zombies 0\n"
+
+
 def test_ptrace_and_mount_are_denied(sandbox: Sandbox) -> None:
     res = run(
         sandbox,

@@ -29,7 +29,9 @@ LIMITS = Limits(wall_time_s=0.5, memory_mb=48, max_processes=16, max_output_byte
 
 
 def _run_processes(*, zombies: bool) -> list[int]:
-    """Pids below this process that are runs (inits and programs), spares included."""
+    """Pids below this process that belong to runs (inits, programs), spares included.
+
+    A run's init is ``sleep`` (spawned for it) or ``llmgym-init`` (forked from the zygote)."""
     out = []
     for pid in _descendants(os.getpid()):
         try:
@@ -39,7 +41,7 @@ def _run_processes(*, zombies: bool) -> list[int]:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         state = stat[stat.rindex(")") + 2]
-        if name in ("llmgym-init", "llmgym-run") and (zombies or state != "Z"):
+        if name in ("llmgym-init", "llmgym-run", "sleep") and (zombies or state != "Z"):
             out.append(pid)
     return out
 
