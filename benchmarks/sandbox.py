@@ -1,23 +1,35 @@
 """Sandbox speed, side by side in one run: unisolated subprocess, `docker run`, and llmgym's sandboxes.
 
 For a trivial program and for a 10-unit-test file (a candidate module plus a harness that
-reports through the result channel), each method is measured twice: latency of sequential runs
-(p50/p99) and throughput with as many runs in flight as there are cores. Ratios are against the
-unisolated ``subprocess.run([python, "-c", ...])`` and against ``docker run`` per execution,
-measured here, in the same run (absolute times on shared machines mean little).
+reports through the result channel), each method is measured three ways: latency of sequential
+runs (p50/p99), throughput with as many runs in flight as there are cores, and the CPU time all
+of its processes spent per run. Ratios are against the unisolated
+``subprocess.run([python, "-c", ...])`` and against ``docker run`` per execution, measured here,
+in the same run, the methods taking turns in several rounds so that a change of load on a shared
+machine falls on all of them alike (absolute times there mean little; the load average is
+printed with the table).
 
-    python benchmarks/sandbox.py [--quick]
+CPU per run counts every process of the method (this one, its subprocesses, the zygote, the
+runs; for the docker pool, its containers), measured by a cpuacct cgroup put around this process
+(root only; "-" otherwise). It does not count kernel threads (a network namespace is torn down
+by one) nor, for ``docker run``, the Docker daemon, containerd and runc. Unlike wall time, it
+hardly depends on what else the machine runs.
+
+    python benchmarks/sandbox.py [--quick] [--rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from llmgym.sandbox import BackendUnavailable, Limits, get_sandbox
 from llmgym.sandbox.base import default_concurrency
@@ -41,52 +53,159 @@ INLINE_TESTS = SOLUTION + HARNESS.replace("from solution import add", "").replac
     'out = os.fdopen(3, "w")', "import sys; out = sys.stdout"
 )
 LIMITS = Limits(wall_time_s=10, memory_mb=256)
+SUBPROCESS = "subprocess.run (unisolated)"
+DOCKER_RUN = "docker run per execution"
 
 
-def measure(fn: Callable[[], object], seq: int, par: int, workers: int) -> dict[str, float]:
-    fn()  # warm
-    lat = []
+class CpuMeter:
+    """CPU seconds used by this process and everything it starts, from a cgroup around it."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+        self._home: str | None = None
+        v1 = "/sys/fs/cgroup/cpuacct"
+        try:
+            if os.path.isdir(v1):
+                with open("/proc/self/cgroup") as f:
+                    rel = next(
+                        line.split(":", 2)[2].strip()
+                        for line in f
+                        if "cpuacct" in line.split(":", 2)[1].split(",")
+                    )
+                self._home = os.path.join(v1, rel.lstrip("/"))
+                self.path = os.path.join(v1, f"llmgym-bench-{os.getpid()}")
+                self._file = "cpuacct.usage"
+            elif os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+                with open("/proc/self/cgroup") as f:
+                    rel = next(
+                        line.split(":", 2)[2].strip() for line in f if line.startswith("0::")
+                    )
+                self._home = os.path.join("/sys/fs/cgroup", rel.lstrip("/"))
+                self.path = f"/sys/fs/cgroup/llmgym-bench-{os.getpid()}"
+                self._file = "cpu.stat"
+            else:
+                return
+            os.makedirs(self.path, exist_ok=True)
+            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except (OSError, StopIteration):
+            self.close()
+
+    def seconds(self) -> float | None:
+        if self.path is None:
+            return None
+        return _cgroup_cpu(self.path)
+
+    def close(self) -> None:
+        if self.path is None:
+            return
+        try:
+            if self._home is not None:
+                with open(os.path.join(self._home, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            os.rmdir(self.path)
+        except OSError:
+            pass
+        self.path = None
+
+
+def _cgroup_cpu(path: str) -> float | None:
+    try:
+        if os.path.exists(os.path.join(path, "cpuacct.usage")):
+            with open(os.path.join(path, "cpuacct.usage")) as f:
+                return int(f.read()) / 1e9
+        with open(os.path.join(path, "cpu.stat")) as f:
+            for line in f:
+                key, value = line.split()
+                if key == "usage_usec":
+                    return int(value) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _containers_cpu(docker_sb: Any) -> float | None:
+    """CPU seconds of the docker pool's containers (as the host's cgroups count them)."""
+    total = 0.0
+    for agent in list(docker_sb._all):
+        cid = agent.container.id
+        for path in (
+            f"/sys/fs/cgroup/cpuacct/docker/{cid}",
+            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",
+            f"/sys/fs/cgroup/docker/{cid}",
+        ):
+            cpu = _cgroup_cpu(path)
+            if cpu is not None:
+                total += cpu
+                break
+        else:
+            return None
+    return total
+
+
+class Method:
+    """One way of running a program, with what was measured of it so far."""
+
+    def __init__(self, name: str, fn: Callable[[], object], extra_cpu: Callable[[], float | None]):
+        self.name, self.fn, self.extra_cpu = name, fn, extra_cpu
+        self.latencies: list[float] = []
+        self.par_runs = 0
+        self.par_time = 0.0
+        self.cpu = 0.0
+        self.cpu_runs = 0
+        self.cpu_known = True
+
+
+def measure(m: Method, seq: int, par: int, workers: int, meter: CpuMeter) -> None:
+    def cpu_now() -> float | None:
+        own = meter.seconds()
+        extra = m.extra_cpu()
+        return None if own is None or extra is None else own + extra
+
+    m.fn()  # warm
+    c0 = cpu_now()
     for _ in range(seq):
         t = time.perf_counter()
-        fn()
-        lat.append(time.perf_counter() - t)
-    lat.sort()
+        m.fn()
+        m.latencies.append(time.perf_counter() - t)
     t = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda _: fn(), range(par)))
-    rate = par / (time.perf_counter() - t)
-    return {
-        "p50": statistics.median(lat) * 1e3,
-        "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3,
-        "rate": rate,
-    }
+        list(pool.map(lambda _: m.fn(), range(par)))
+    m.par_time += time.perf_counter() - t
+    m.par_runs += par
+    c1 = cpu_now()
+    if c0 is None or c1 is None:
+        m.cpu_known = False
+    else:
+        m.cpu += c1 - c0
+        m.cpu_runs += seq + par
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
+    ap.add_argument("--rounds", type=int, default=3, help="turns each method takes")
     args = ap.parse_args()
-    k = 0.3 if args.quick else 1.0
+    k = (0.3 if args.quick else 1.0) / args.rounds
     workers = default_concurrency()
-    rows: list[tuple[str, str, dict[str, float] | None, str]] = []
     py = sys.executable
-
-    def sub(code: str) -> Callable[[], object]:
-        return lambda: subprocess.run([py, "-c", code], capture_output=True, check=True)
-
+    meter = CpuMeter()
+    load_before = os.getloadavg()
     local = get_sandbox("local")
     fresh = get_sandbox("local", fast_path=False)
+    docker: Any = None
+    docker_note = ""
     try:
         docker = get_sandbox("docker", pool_size=workers)
-        docker_note = ""
     except BackendUnavailable as exc:
-        docker, docker_note = None, f"skipped: {exc}"
+        docker_note = f"skipped: {exc}"
+    tables: dict[str, list[Method]] = {}
     try:
         for work, code in (("trivial", TRIVIAL), ("10 tests", INLINE_TESTS)):
             files = {"solution.py": SOLUTION} if work == "10 tests" else None
             prog = HARNESS if work == "10 tests" else TRIVIAL
 
-            def sb_fn(sb, prog=prog, files=files):  # type: ignore[no-untyped-def]
+            def sb_fn(sb: Any, prog: str = prog, files: Any = files) -> Callable[[], object]:
                 def f() -> object:
                     res = sb.run(code=prog, files=files, limits=LIMITS)
                     assert res.ok, res
@@ -94,88 +213,86 @@ def main() -> int:
 
                 return f
 
-            rows.append(
-                (
-                    work,
-                    "subprocess.run (unisolated)",
-                    measure(sub(code), int(40 * k), int(40 * k), workers),
-                    "",
-                )
-            )
+            def sub(code: str = code) -> object:
+                return subprocess.run([py, "-c", code], capture_output=True, check=True)
+
+            none: Callable[[], float | None] = lambda: 0.0  # noqa: E731
+            plan: list[tuple[Method, int, int]] = [
+                (Method(SUBPROCESS, sub, none), 40, 40),
+                (Method("llmgym local, fast path", sb_fn(local), none), 200, 400),
+                (Method("llmgym local, fresh interpreter", sb_fn(fresh), none), 40, 60),
+            ]
             if docker is not None:
-                image = docker.image  # type: ignore[attr-defined]
-                cmd = [
-                    "docker",
-                    "run",
-                    "--rm",
-                    "--network",
-                    "none",
-                    image,
-                    docker.python,
-                    "-c",
-                    code,
-                ]  # type: ignore[attr-defined]
-                drun = lambda cmd=cmd: subprocess.run(cmd, capture_output=True, check=True)  # noqa: E731
-                rows.append(
-                    (
-                        work,
-                        "docker run per execution",
-                        measure(drun, int(10 * k) or 3, int(12 * k) or 4, workers),
-                        "",
-                    )
-                )
-            else:
-                rows.append((work, "docker run per execution", None, docker_note))
-            rows.append(
-                (
-                    work,
-                    "llmgym local, fast path",
-                    measure(sb_fn(local), int(200 * k), int(400 * k), workers),
-                    "",
-                )
-            )
-            rows.append(
-                (
-                    work,
-                    "llmgym local, fresh interpreter",
-                    measure(sb_fn(fresh), int(40 * k), int(60 * k), workers),
-                    "",
-                )
-            )
-            if docker is not None:
-                rows.append(
-                    (
-                        work,
-                        "llmgym docker pool",
-                        measure(sb_fn(docker), int(60 * k), int(100 * k), workers),
-                        "",
-                    )
-                )
-            else:
-                rows.append((work, "llmgym docker pool", None, docker_note))
+                cmd = ["docker", "run", "--rm", "--network", "none", docker.image]
+                cmd += [docker.python, "-c", code]
+
+                def drun(cmd: list[str] = cmd) -> object:
+                    return subprocess.run(cmd, capture_output=True, check=True)
+
+                def unknown() -> float | None:
+                    return None  # the daemon's, containerd's and runc's CPU is not ours
+
+                def pool_cpu(d: Any = docker) -> float | None:
+                    return _containers_cpu(d)
+
+                plan += [
+                    (Method(DOCKER_RUN, drun, unknown), 10, 12),
+                    (Method("llmgym docker pool", sb_fn(docker), pool_cpu), 60, 100),
+                ]
+            for _ in range(args.rounds):
+                for m, seq, par in plan:
+                    measure(m, max(2, int(seq * k)), max(workers, int(par * k)), workers, meter)
+            tables[work] = [m for m, _, _ in plan]
     finally:
         local.close()
         fresh.close()
         if docker is not None:
             docker.close()
+        meter.close()
+    load_after = os.getloadavg()
 
-    print(f"\n{workers} runs in flight for throughput; latency = sequential runs.\n")
-    print("| workload | method | p50 ms | p99 ms | runs/s | x subprocess | x docker run |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for work in ("trivial", "10 tests"):
-        base = {m: r for w, m, r, _ in rows if w == work and r is not None}
-        sub_rate = base["subprocess.run (unisolated)"]["rate"]
-        drun_rate = base.get("docker run per execution", {}).get("rate")
-        for w, m, r, note in rows:
-            if w != work:
+    print(
+        f"\n{workers} runs in flight for throughput; latency = sequential runs; "
+        f"{args.rounds} rounds, methods taking turns. Python {platform.python_version()}, "
+        f"Linux {platform.release()}, {os.cpu_count()} CPUs; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after.\n"
+    )
+    order = [
+        SUBPROCESS,
+        DOCKER_RUN,
+        "llmgym local, fast path",
+        "llmgym local, fresh interpreter",
+        "llmgym docker pool",
+    ]
+    print(
+        "| workload | method | p50 ms | p99 ms | runs/s | x subprocess | x docker run "
+        "| CPU ms/run | CPU x subprocess |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for work, methods in tables.items():
+        by_name = {m.name: m for m in methods}
+        rate = {m.name: m.par_runs / m.par_time for m in methods}
+        cpu = {
+            m.name: m.cpu / m.cpu_runs * 1e3 if m.cpu_known and m.cpu_runs else None
+            for m in methods
+        }
+        for name in order:
+            row = by_name.get(name)
+            if row is None:
+                print(f"| {work} | {name} | - | - | - | - | - | - | {docker_note} |")
                 continue
-            if r is None:
-                print(f"| {w} | {m} | - | - | - | - | {note} |")
-                continue
-            xd = f"{r['rate'] / drun_rate:.1f}x" if drun_rate else "-"
+            lat = sorted(row.latencies)
+            p50 = statistics.median(lat) * 1e3
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+            xs = rate[name] / rate[SUBPROCESS]
+            xd = f"{rate[name] / rate[DOCKER_RUN]:.1f}x" if DOCKER_RUN in rate else "-"
+            c = cpu[name]
+            c_sub = cpu[SUBPROCESS]
+            cpu_txt = f"{c:.1f}" if c is not None else "-"
+            cx = f"{c_sub / c:.1f}x" if c is not None and c_sub is not None else "-"
             print(
-                f"| {w} | {m} | {r['p50']:.1f} | {r['p99']:.1f} | {r['rate']:.1f} | "
-                f"{r['rate'] / sub_rate:.1f}x | {xd} |"
+                f"| {work} | {name} | {p50:.1f} | {p99:.1f} | {rate[name]:.1f} | {xs:.1f}x "
+                f"| {xd} | {cpu_txt} | {cx} |"
             )
     return 0
 
