@@ -30,7 +30,10 @@ What it covers
   high-water mark (so files written to /tmp count), stdout/stderr are capped while streaming.
 - Languages: Python, C, C++ (compiled inside the sandbox with ``compile_limits``), shell; see
   ``LANGUAGES``. Python's fast path forks a warm zygote that already lives in the sandbox, so a
-  run costs a few forks instead of an interpreter start.
+  run costs one fork (and its namespaces) instead of an interpreter start.
+- Limits hold on a busy host without turning into false timeouts: the wall limit does not count
+  the time the run waited for a CPU other work held (up to 3 more limits; see
+  ``Limits.wall_time_s``), CPU time and memory are the kernel's counts for the run alone.
 
 The result channel (for judges)
 -------------------------------
