@@ -84,7 +84,6 @@ PR_SET_NAME = 15
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
@@ -1198,7 +1197,6 @@ class Zygote:
             try:
                 if self.namespaces:
                     self.start_in_namespaces(data, fds)
-                    self.make_spare()
                 else:
                     self.start_in_container(data, fds)
             except OSError as exc:
@@ -1207,6 +1205,11 @@ class Zygote:
                 ctrl.close()
                 if fds[0] not in (r.ctrl for r in self.runs.values()):
                     _close_all(fds)
+            if self.namespaces:
+                try:
+                    self.make_spare()
+                except OSError:
+                    pass  # tried again at the next request
 
 
 def _cpu_of(ru: Any) -> float:
