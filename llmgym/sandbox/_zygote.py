@@ -815,6 +815,9 @@ class InitSpawner:
                 _send_raw(sock, b"E" + str(exc).encode())
 
 
+_HELD_NS = ("mnt", "net", "ipc")
+
+
 def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
     """The program's process of the next run, made ahead (namespaces mode). Never returns.
 
@@ -829,6 +832,11 @@ def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
         if not cfg["userns"]:  # the program is what a memory limit's OOM killer must choose
             write_file("/proc/self/oom_score_adj", "0")
         _setup_run_namespaces(cfg)
+        # The zygote keeps the run's namespaces alive past this process: tearing them down (the
+        # mounts, the network stack) then happens after the run is reported, not before.
+        held = [os.open(f"/proc/self/ns/{ns}", os.O_RDONLY | os.O_CLOEXEC) for ns in _HELD_NS]
+        _send_raw(sock, b"ready", held)
+        _close_all(held)
         data, fds, truncated = _recv(sock)
     except OSError:
         os._exit(0)
@@ -950,11 +958,12 @@ _STARTED = json.dumps({"type": "started"}).encode()
 class _Run:
     """A run in flight, seen from the zygote: its program, its kill switch, its control socket."""
 
-    __slots__ = ("ctrl", "init", "kill_fd", "prog", "prog_done")
+    __slots__ = ("ctrl", "held", "init", "kill_fd", "prog", "prog_done")
 
     def __init__(self, prog: int, init: int | None, kill_fd: int, ctrl: int) -> None:
         self.prog, self.init, self.kill_fd, self.ctrl = prog, init, kill_fd, ctrl
         self.prog_done = False
+        self.held: list[int] = []  # the run's namespaces, released once it is reported
 
 
 class _Spare:
@@ -1056,6 +1065,9 @@ class Zygote:
             self.inits[spare.init] = run
         _send_raw(socket.socket(fileno=os.dup(ctrl)), _STARTED, [spare.init_fd])
         try:
+            ready, run.held, _ = _recv(spare.sock)  # sent when its namespaces were made
+            if ready != b"ready":
+                raise OSError("the spare program ended before its run")
             spare.sock.sendmsg(
                 [data],
                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))],
@@ -1146,6 +1158,8 @@ class Zygote:
         }
         _send(socket.socket(fileno=run.ctrl), report)  # closed with the socket object
         run.ctrl = -1
+        _close_all(run.held)
+        run.held = []
         self._release(run)
 
     def _release(self, run: _Run) -> None:
