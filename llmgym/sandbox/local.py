@@ -44,7 +44,7 @@ default is the small set that most short programs import; add yours with ``prelo
 INIT_SPAWNER = True
 """Each run's init is ``sleep`` spawned by a helper (see ``_zygote.InitSpawner``); ``False``
 forks a small Python init from the zygote instead (what happens anyway where no ``sleep``
-binary exists). Read when a sandbox starts; for tests and measurements."""
+binary exists, and when not root). Read when a sandbox starts; for tests and measurements."""
 
 _ROOT_BINDS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 _ETC_BINDS = (
