@@ -275,6 +275,9 @@ class _Agent:
                 owner.image,
                 command=[owner.python, "-E", "-s", f"{AGENT_DIR}/_zygote.py", json.dumps(cfg)],
                 detach=True,
+                # Gone with its agent: when this process dies without close(), the agent sees
+                # its socket close and exits, and no stopped container is left behind.
+                auto_remove=True,
                 network_mode="bridge" if network else "none",
                 read_only=True,
                 tmpfs={

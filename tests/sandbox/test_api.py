@@ -221,3 +221,33 @@ def test_forked_python_init_keeps_the_guarantees(monkeypatch: pytest.MonkeyPatch
         )
         assert daemon.ok and daemon.wall_time_s < 5, daemon
         assert sb.run(code="print(6 * 7)", limits=FAST).stdout == "42\n"
+
+
+def test_docker_containers_go_with_a_dead_owner(docker_sandbox: Sandbox) -> None:
+    # A process that dies without close() leaves no container (running or stopped) behind.
+    import subprocess
+    import sys
+    import time
+
+    import docker
+
+    script = (
+        "import os\nfrom llmgym.sandbox import get_sandbox\n"
+        "sb = get_sandbox('docker', pool_size=1)\n"
+        "print(os.getpid(), sb.run(code='print(1)').stdout.strip(), flush=True)\nos._exit(1)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    pid, ran = out.stdout.split()
+    assert ran == "1", out.stderr
+    client = docker.from_env(timeout=30)
+    try:
+        deadline = time.monotonic() + 30
+        left = ["?"]
+        while left and time.monotonic() < deadline:
+            left = client.containers.list(all=True, filters={"label": f"llmgym.sandbox={pid}"})
+            time.sleep(0.2)
+        assert not left, left
+    finally:
+        client.close()
