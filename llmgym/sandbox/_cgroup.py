@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time
 
 __all__ = ["CgroupManager", "CgroupRun"]
 
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+_RUN_NAME = re.compile(r"r(\d+)-\d+")
 _ROOT = "/sys/fs/cgroup"
 
 
@@ -44,6 +46,16 @@ def _write(path: str, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -210,6 +222,7 @@ class CgroupManager:
         probe = self.create(64, 8)
         probe.remove()
         self.version = 1
+        self._sweep()
 
     def _setup_v2(self) -> None:
         controllers = _read(f"{_ROOT}/cgroup.controllers").split()
@@ -228,6 +241,27 @@ class CgroupManager:
         self.version = 2
         probe = self.create(64, 8)
         probe.remove()
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Remove the run cgroups of sandboxes whose process died without closing them.
+
+        Named ``r<pid>-<n>``: one whose pid no longer exists, and that holds no task, goes (a
+        cgroup with tasks cannot be removed, and a live pid is left alone, whoever it is).
+        """
+        for base in self._bases.values():
+            try:
+                names = os.listdir(base)
+            except OSError:
+                continue
+            for name in names:
+                m = _RUN_NAME.fullmatch(name)
+                if m is None or _alive(int(m.group(1))):
+                    continue
+                try:
+                    os.rmdir(os.path.join(base, name))
+                except OSError:
+                    pass
 
     def create(self, memory_mb: int, max_processes: int) -> CgroupRun:
         """A new run cgroup with ``memory_mb`` MiB and ``max_processes`` tasks at most."""

@@ -251,3 +251,29 @@ def test_docker_containers_go_with_a_dead_owner(docker_sandbox: Sandbox) -> None
         assert not left, left
     finally:
         client.close()
+
+
+def test_run_cgroups_of_a_dead_sandbox_are_swept() -> None:
+    # A sandbox process killed mid-run leaves its run cgroups: the next manager removes them.
+    import subprocess
+
+    from llmgym.sandbox._cgroup import CgroupManager
+
+    first = CgroupManager()
+    if not first.available:
+        pytest.skip(f"no cgroups here: {first.reason}")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = [os.path.join(base, f"r{dead.pid}-0") for base in first._bases.values()]
+    for path in stale:
+        os.mkdir(path)
+    try:
+        second = CgroupManager()
+        assert second.available
+        assert [p for p in stale if os.path.exists(p)] == []
+        second.close()
+    finally:
+        for path in stale:
+            if os.path.exists(path):
+                os.rmdir(path)
+        first.close()
