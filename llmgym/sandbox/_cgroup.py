@@ -25,7 +25,7 @@ import time
 __all__ = ["CgroupManager", "CgroupRun"]
 
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
-_RUN_NAME = re.compile(r"r(\d+)-\d+")
+_RUN_NAME = re.compile(r"r(\d+)@(\d+)-\d+")
 _ROOT = "/sys/fs/cgroup"
 
 
@@ -46,6 +46,13 @@ def _write(path: str, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _alive(pid: int) -> bool:
@@ -184,7 +191,9 @@ class CgroupManager:
         self._bases: dict[str, str] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count()
-        self._prefix = f"r{os.getpid()}-"
+        self._pidns = _pid_namespace()
+        # r<pid>@<pid namespace>-<n>: whose runs these are, for the sweep of the dead's.
+        self._prefix = f"r{os.getpid()}@{self._pidns}-"
         if not enabled:
             self.reason = "cgroups disabled by the caller"
             return
@@ -246,8 +255,10 @@ class CgroupManager:
     def _sweep(self) -> None:
         """Remove the run cgroups of sandboxes whose process died without closing them.
 
-        Named ``r<pid>-<n>``: one whose pid no longer exists, and that holds no task, goes (a
-        cgroup with tasks cannot be removed, and a live pid is left alone, whoever it is).
+        Named ``r<pid>@<pid namespace>-<n>``: one made in this pid namespace by a pid that no
+        longer exists goes, when it holds no task (the kernel refuses to remove one that does).
+        A live pid is left alone, whoever it is, and so is every run of another pid namespace,
+        where the pid means something else.
         """
         for base in self._bases.values():
             try:
@@ -256,7 +267,7 @@ class CgroupManager:
                 continue
             for name in names:
                 m = _RUN_NAME.fullmatch(name)
-                if m is None or _alive(int(m.group(1))):
+                if m is None or int(m.group(2)) != self._pidns or _alive(int(m.group(1))):
                     continue
                 try:
                     os.rmdir(os.path.join(base, name))

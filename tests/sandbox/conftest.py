@@ -73,7 +73,7 @@ def _our_containers() -> list[str]:
 
 
 def _own_run_cgroups() -> list[str]:
-    prefix = f"r{os.getpid()}-"
+    prefix = f"r{os.getpid()}@"
     found = []
     for root, dirs, _files in os.walk("/sys/fs/cgroup"):
         if os.path.basename(root) == "llmgym":

@@ -254,7 +254,8 @@ def test_docker_containers_go_with_a_dead_owner(docker_sandbox: Sandbox) -> None
 
 
 def test_run_cgroups_of_a_dead_sandbox_are_swept() -> None:
-    # A sandbox process killed mid-run leaves its run cgroups: the next manager removes them.
+    # A sandbox process killed mid-run leaves its run cgroups: the next manager removes them,
+    # but not those of a live process, nor those made in another pid namespace.
     import subprocess
 
     from llmgym.sandbox._cgroup import CgroupManager
@@ -264,16 +265,21 @@ def test_run_cgroups_of_a_dead_sandbox_are_swept() -> None:
         pytest.skip(f"no cgroups here: {first.reason}")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = [os.path.join(base, f"r{dead.pid}-0") for base in first._bases.values()]
-    for path in stale:
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    bases = list(first._bases.values())
+    stale = [os.path.join(b, f"r{dead.pid}@{ns}-0") for b in bases]
+    kept = [os.path.join(b, f"r{dead.pid}@{ns + 1}-0") for b in bases]
+    kept += [os.path.join(b, f"r{os.getpid()}@{ns}-999") for b in bases]
+    for path in stale + kept:
         os.mkdir(path)
     try:
         second = CgroupManager()
         assert second.available
         assert [p for p in stale if os.path.exists(p)] == []
+        assert all(os.path.exists(p) for p in kept)
         second.close()
     finally:
-        for path in stale:
+        for path in stale + kept:
             if os.path.exists(path):
                 os.rmdir(path)
         first.close()
