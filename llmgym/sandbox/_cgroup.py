@@ -12,6 +12,9 @@ descriptors handed to it, and the parent reads the counters and removes it after
 
 Without write access to either, :class:`CgroupManager` reports why and the sandbox degrades to
 rlimits (``RLIMIT_AS``, ``RLIMIT_NPROC``) and ``getrusage`` measurements.
+
+Run cgroups are named ``r<pid>@<pid namespace>-<n>`` after the process that made them; a new
+manager removes the empty ones that a process of its pid namespace, now dead, left behind.
 """
 
 from __future__ import annotations
