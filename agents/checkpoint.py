@@ -90,3 +90,19 @@ def load_checkpoint(accelerator: Any, path: str | Path) -> dict[str, Any]:
     accelerator.load_state(str(path))
     state: dict[str, Any] = json.loads((path / "trainer_state.json").read_text())
     return state
+
+
+def resume_point(output_dir: str | Path, resume: bool) -> Path | None:
+    """The checkpoint to resume from, or None for a fresh run; refuses to mix two runs in one directory."""
+    from llmgym.agents.config import ConfigError
+    from llmgym.agents.runlog import METRICS_FILE
+
+    latest = latest_checkpoint(output_dir)
+    if resume:
+        return latest
+    if latest is not None or (Path(output_dir) / METRICS_FILE).exists():
+        raise ConfigError(
+            f"{output_dir} already holds a run (checkpoints or {METRICS_FILE}); pass resume: true "
+            "(--resume) to continue it, or choose another output_dir"
+        )
+    return None

@@ -4,29 +4,33 @@
 stages of the background articles on a model built from a config, on CPU, in a few minutes:
 
 1. **Pre-training** (what the model knows): next-token prediction on generated text: addition
-   facts written as equations ("4 + 7 = 11."), some after a question ("What is 4 + 7? 4 + 7 =
-   11."), and chat-formatted small talk (so the chat template's role tokens mean something).
-   Neither the chat format of Math-v0's tasks nor ``\boxed{}`` answers appear in it.
+   facts as equations ("4 + 7 = 11."), exercises in the env's wording followed by the equation
+   ("What is 4 + 7?", the answer instruction, "4 + 7 = 11."), and chat-formatted small talk (so
+   the chat template's role tokens mean something). No chat-formatted math and no ``\\boxed{}``
+   answer appear in it.
 2. **SFT** (interaction alignment): a short stage on a small set of demonstrations: Math-v0
-   prompts answered with a worked solution ("4 + 7 = 11, so the answer is \\boxed{11}."). Too
-   few steps to make the behaviour reliable.
-3. **GRPO** (RL on the env's verified reward): groups of 8 samples per task, on tasks the SFT
-   set never showed.
+   prompts in the chat format answered with a worked solution ("4 + 7 = 11, so the answer is
+   \\boxed{11}."). Too short to make the behaviour reliable: the SFT model often writes the right
+   equation and then boxes a wrong number.
+3. **GRPO** (RL on the env's verified reward): groups of 8 samples per task, tasks drawn from the
+   env's own stream.
 
-The SFT model and the GRPO model are evaluated greedily on held-out seeds (tasks drawn with
-seeds that neither SFT nor GRPO used); the run prints before/after, saves the reward curve to
-``<output-dir>/reward_curve.png`` and everything to ``<output-dir>/results.json``. Everything is
-seeded and runs on one CPU thread per process, so a rerun on the same machine gives the same
-numbers. ``--quick`` runs the same code path with fewer steps (what the test suite runs);
-``--ppo`` also trains PPO from the same SFT model and reports it.
+Both models are evaluated greedily on held-out seeds (episodes with seeds that neither stage
+drew; the family has only 81 distinct sums, so held-out means unseen episodes, not unseen sums).
+The run prints before/after, saves the reward curve to ``<output-dir>/reward_curve.png`` and
+everything to ``<output-dir>/results.json``. Everything is seeded and runs on one CPU thread,
+so a rerun on the same machine gives the same numbers. ``--quick`` runs the same code path with
+fewer steps (what the test suite runs); ``--ppo`` also trains PPO from the same SFT model.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import re
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -58,14 +62,16 @@ class DemoConfig:
     pretrain_docs: int = 4000
     """Generated pretraining documents."""
     pretrain_steps: int = 600
-    """Next-token steps (32 documents each)."""
+    """Next-token steps."""
+    pretrain_batch: int = 32
+    """Documents per pretraining step."""
     sft_examples: int = 32
     """Demonstrations in the SFT set (seeds 0 .. sft_examples - 1)."""
     sft_steps: int = 100
     """SFT steps (16 examples each)."""
-    grpo_steps: int = 150
+    grpo_steps: int = 60
     """GRPO steps (16 tasks x 8 samples each)."""
-    ppo_steps: int = 100
+    ppo_steps: int = 60
     """PPO steps (128 episodes each), with ``--ppo``."""
     eval_episodes: int = 200
     """Held-out episodes per evaluation."""
@@ -75,13 +81,7 @@ class DemoConfig:
     """Peak learning rate of each stage."""
 
 
-QUICK: dict[str, Any] = {
-    "pretrain_steps": 150,
-    "sft_steps": 12,
-    "grpo_steps": 20,
-    "ppo_steps": 20,
-    "eval_episodes": 100,
-}
+QUICK: dict[str, Any] = {"grpo_steps": 30, "ppo_steps": 20, "eval_episodes": 100}
 """``--quick``: the same code path, shorter (what ``tests/agents/test_agents_demo.py`` runs)."""
 
 
@@ -191,28 +191,43 @@ def _quiet() -> None:
     torch.set_num_threads(1)
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
+    logging.getLogger("accelerate").setLevel(
+        logging.ERROR
+    )  # "removed shared tensor" on tied weights
 
 
-def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, Any]:
-    """Run every stage; returns the results (also written to ``results.json``)."""
-    from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
+STAGE_DIRS = ("base", "data", "pretrain", "sft", "grpo", "ppo")
+"""What the demo writes under its output directory (removed when it starts again)."""
+
+HELD_OUT_SEED = 1_000_000
+"""First held-out evaluation seed: SFT uses seeds 0..sft_examples-1, RL draws its own task stream."""
+
+
+def held_out_success(model_dir: str | Path, episodes: int) -> float:
+    """Greedy success of a saved model on the held-out seeds."""
     from llmgym.agents.rollout import evaluate
+    from llmgym.agents.tiny import load
+
+    model, tokenizer = load(model_dir)
+    seeds = range(HELD_OUT_SEED, HELD_OUT_SEED + episodes)
+    return evaluate(
+        model, tokenizer, ENV_ID, ENV_KWARGS, seeds=seeds, max_new_tokens=32
+    ).success_rate
+
+
+def prepare(cfg: DemoConfig, *, log: Any = print) -> dict[str, Any]:
+    """Stages 0-2: build the tiny model, pretrain it, SFT it; the SFT model is ``<out>/sft/final``."""
     from llmgym.agents.sft import SFTConfig, SFTTrainer, write_jsonl
-    from llmgym.agents.tiny import TinyConfig, build_tiny, load
+    from llmgym.agents.tiny import TinyConfig, build_tiny
 
     _quiet()
     out = Path(cfg.output_dir)
+    for stage in STAGE_DIRS:  # the demo owns these: a rerun starts from scratch
+        shutil.rmtree(out / stage, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
     results: dict[str, Any] = {"config": asdict(cfg), "env_id": ENV_ID, "env_kwargs": ENV_KWARGS}
-    held_out = list(range(1_000_000, 1_000_000 + cfg.eval_episodes))
     lr = cfg.learning_rates
     common = {"progress": False, "torch_threads": 1, "seed": cfg.seed}
-
-    def success(model_dir: Path) -> float:
-        model, tokenizer = load(model_dir)
-        res = evaluate(model, tokenizer, ENV_ID, ENV_KWARGS, seeds=held_out, max_new_tokens=32)
-        return res.success_rate
 
     # 0. A tiny Llama and a BPE tokenizer, built from a config on generated text.
     docs = pretraining_corpus(cfg.pretrain_docs, cfg.seed)
@@ -238,7 +253,7 @@ def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, An
         data=str(out / "data" / "pretrain.jsonl"),
         output_dir=str(out / "pretrain"),
         total_steps=cfg.pretrain_steps,
-        batch_size=32,
+        batch_size=cfg.pretrain_batch,
         learning_rate=lr["pretrain"],
         warmup_steps=10,
         **common,
@@ -262,12 +277,26 @@ def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, An
         **common,
     )
     loss = SFTTrainer(sft).train()["losses/sft"]
-    sft_success = success(out / "sft" / "final")
+    sft_success = held_out_success(out / "sft" / "final", cfg.eval_episodes)
     results["sft"] = {"loss": loss, "success": sft_success, "seconds": time.perf_counter() - t0}
     log(
         f"[2/3] SFT on {cfg.sft_examples} demonstrations: {cfg.sft_steps} steps, loss {loss:.3f}; "
         f"held-out success {sft_success:.1%}"
     )
+
+    return results
+
+
+def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, Any]:
+    """Run every stage; returns the results (also written to ``results.json``)."""
+    from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
+
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    results = prepare(cfg, log=log)
+    out = Path(cfg.output_dir)
+    lr = cfg.learning_rates
+    common = {"progress": False, "torch_threads": 1, "seed": cfg.seed}
+    sft_success = results["sft"]["success"]
 
     # 3. GRPO on the env's verified reward.
     t0 = time.perf_counter()
@@ -281,13 +310,15 @@ def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, An
         group_size=8,
         max_new_tokens=32,
         learning_rate=lr["grpo"],
+        eval_every=max(1, cfg.grpo_steps // 5),
+        eval_episodes=cfg.eval_episodes,
         tensorboard=False,
         **common,
     )
     trainer = GRPOTrainer(grpo)
     trainer.train()
     trainer.close()
-    grpo_success = success(out / "grpo" / "final")
+    grpo_success = held_out_success(out / "grpo" / "final", cfg.eval_episodes)
     results["grpo"] = {"success": grpo_success, "seconds": time.perf_counter() - t0}
     log(f"[3/3] GRPO: {cfg.grpo_steps} steps; held-out success {grpo_success:.1%}")
 
@@ -302,27 +333,34 @@ def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, An
             output_dir=str(out / "ppo"),
             total_steps=cfg.ppo_steps,
             episodes_per_step=128,
+            ppo_epochs=2,
+            mini_batches=2,
+            kl_coef=0.02,
             max_new_tokens=32,
             learning_rate=lr["ppo"],
+            eval_every=max(1, cfg.ppo_steps // 5),
+            eval_episodes=cfg.eval_episodes,
             tensorboard=False,
             **common,
         )
         ppo_trainer = PPOTrainer(ppo_cfg)
         ppo_trainer.train()
         ppo_trainer.close()
-        ppo_success = success(out / "ppo" / "final")
+        ppo_success = held_out_success(out / "ppo" / "final", cfg.eval_episodes)
         results["ppo"] = {"success": ppo_success, "seconds": time.perf_counter() - t0}
         log(f"[ppo] PPO: {cfg.ppo_steps} steps; held-out success {ppo_success:.1%}")
 
     results["seconds"] = time.perf_counter() - t_start
     results["improvement_points"] = 100 * (grpo_success - sft_success)
-    plot_reward_curves(out, out / "reward_curve.png", with_ppo=ppo)
+    results["cpu_seconds"] = time.process_time() - cpu_start
+    plot_reward_curves(out, out / "reward_curve.png", results)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     return results
 
 
-def plot_reward_curves(out: Path, path: Path, *, with_ppo: bool = False) -> Path | None:
-    """The per-step training reward of GRPO (and PPO), with held-out SFT/after lines, as a PNG."""
+def plot_reward_curves(out: Path, path: Path, results: dict[str, Any]) -> Path | None:
+    """Training reward per step of GRPO (and PPO), held-out success during training, and the
+    SFT model's held-out success as a baseline, as a PNG."""
     try:
         import matplotlib
 
@@ -332,23 +370,35 @@ def plot_reward_curves(out: Path, path: Path, *, with_ppo: bool = False) -> Path
         return None
     from llmgym.agents.runlog import read_metrics
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
-    for name in ("grpo", "ppo") if with_ppo else ("grpo",):
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=120)
+    colors = {"grpo": "tab:blue", "ppo": "tab:orange"}
+    for name in ("grpo", "ppo"):
+        if name not in results:
+            continue
         records = read_metrics(out / name)
-        steps = [r["step"] for r in records]
-        episodes = [r.get("charts/episodes", 0) for r in records]
         ax.plot(
-            episodes,
-            [r.get("rewards/mean", 0) for r in records],
-            label=f"{name.upper()} training reward",
+            [r["charts/episodes"] for r in records],
+            [r["rewards/mean"] for r in records],
+            color=colors[name],
+            alpha=0.6,
+            linewidth=1,
+            label=f"{name.upper()} training reward (sampled)",
         )
-        del steps
-    ax.set_xlabel("episodes")
-    ax.set_ylabel("mean reward (success)")
+        evals = [r for r in records if "eval/success_rate" in r]
+        ax.plot(
+            [0] + [r["charts/episodes"] for r in evals],
+            [results["sft"]["success"]] + [r["eval/success_rate"] for r in evals],
+            "o-",
+            color=colors[name],
+            label=f"{name.upper()} held-out success (greedy)",
+        )
+    ax.axhline(results["sft"]["success"], color="gray", linestyle="--", label="SFT model, held-out")
+    ax.set_xlabel("training episodes")
+    ax.set_ylabel("reward / success")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Tiny Llama on llm/Math-v0 (arith.add_small)")
+    ax.set_title(f"Tiny Llama on {ENV_ID} (arith.add_small): SFT -> RL")
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

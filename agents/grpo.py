@@ -278,7 +278,7 @@ class GRPOTrainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        from llmgym.agents.checkpoint import Generators, latest_checkpoint, load_checkpoint
+        from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
@@ -339,10 +339,12 @@ class GRPOTrainer:
                 acc.register_for_checkpointing(obj)
         self.step = 0
         self.episodes = 0
+        ckpt = resume_point(cfg.output_dir, cfg.resume)
+        acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
             cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
         )
-        if cfg.resume and (ckpt := latest_checkpoint(cfg.output_dir)) is not None:
+        if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
             self.step, self.episodes = int(state["step"]), int(state.get("episodes", 0))
             self.log.truncate_after(self.step)

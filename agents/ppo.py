@@ -287,7 +287,7 @@ class PPOTrainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        from llmgym.agents.checkpoint import Generators, latest_checkpoint, load_checkpoint
+        from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
@@ -347,10 +347,12 @@ class PPOTrainer:
                 acc.register_for_checkpointing(obj)
         self.step = 0
         self.episodes = 0
+        ckpt = resume_point(cfg.output_dir, cfg.resume)
+        acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
             cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
         )
-        if cfg.resume and (ckpt := latest_checkpoint(cfg.output_dir)) is not None:
+        if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
             self.step, self.episodes = int(state["step"]), int(state.get("episodes", 0))
             self.log.truncate_after(self.step)
@@ -494,9 +496,9 @@ class PPOTrainer:
                             / len(rows_mb)
                         )
                         acc.backward(loss)
-                    totals["pg"] += float(pg) * float(st["tokens"])
-                    totals["vf"] += float(vf) * float(st["tokens"])
-                    totals["entropy"] += float(ent_mean) * float(st["tokens"])
+                    totals["pg"] += float(pg.detach()) * float(st["tokens"])
+                    totals["vf"] += float(vf.detach()) * float(st["tokens"])
+                    totals["entropy"] += float(ent_mean.detach()) * float(st["tokens"])
                     for key in ("clip", "approx_kl", "tokens"):
                         totals[key] += float(st[key])
                     epoch_kl += torch.tensor([float(st["approx_kl"]), float(st["tokens"])])

@@ -184,7 +184,7 @@ class SFTTrainer:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        from llmgym.agents.checkpoint import Generators, latest_checkpoint, load_checkpoint
+        from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
         from llmgym.agents.runlog import MetricsLogger
         from llmgym.agents.tiny import load_model_and_tokenizer
@@ -215,10 +215,12 @@ class SFTTrainer:
         # --- checkpointed state, logging, resume ----------------------------------------------------
         acc.register_for_checkpointing(self.gens)
         self.step = 0
+        ckpt = resume_point(cfg.output_dir, cfg.resume)
+        acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
             cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
         )
-        if cfg.resume and (ckpt := latest_checkpoint(cfg.output_dir)) is not None:
+        if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
             self.step = int(state["step"])
             self._order = list(state.get("order", []))

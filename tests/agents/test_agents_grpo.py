@@ -196,3 +196,35 @@ def test_config_written_for_provenance(tiny_dir: str, tmp_path: Path) -> None:
     saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
     assert saved["algo"] == "grpo" and saved["model"] == tiny_dir
     assert json.dumps(saved)  # plain data
+
+
+def test_weight_check_detects_desynchronised_processes(
+    tiny_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import accelerate.utils
+
+    from llmgym.agents.modeling import check_in_sync, weights_digest
+    from llmgym.agents.tiny import load
+
+    model, _ = load(tiny_dir)
+
+    class TwoProcesses:
+        num_processes = 2
+
+        def unwrap_model(self, m: Any) -> Any:
+            return m
+
+    digest = weights_digest(model)
+    monkeypatch.setattr(accelerate.utils, "gather_object", lambda xs: [*xs, digest])
+    assert check_in_sync(TwoProcesses(), model, step=1) == digest
+    monkeypatch.setattr(accelerate.utils, "gather_object", lambda xs: [*xs, "f" * 64])
+    with pytest.raises(Exception, match="different weights"):
+        check_in_sync(TwoProcesses(), model, step=2)
+
+
+def test_a_second_run_into_the_same_directory_must_resume(tiny_dir: str, tmp_path: Path) -> None:
+    GRPOTrainer(_cfg(tiny_dir, tmp_path, total_steps=1)).train()
+    with pytest.raises(ValueError, match="pass resume: true"):
+        GRPOTrainer(_cfg(tiny_dir, tmp_path, total_steps=2))
+    again = GRPOTrainer(_cfg(tiny_dir, tmp_path, total_steps=2, resume=True))
+    assert again.step == 1
