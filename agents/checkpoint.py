@@ -26,12 +26,12 @@ class Generators:
     (torch) draws tokens and is seeded per process.
     """
 
-    def __init__(self, seed: int, rank: int):
+    def __init__(self, seed: int, rank: int, device: Any = "cpu"):
         import numpy as np
         import torch
 
         self.tasks = np.random.default_rng(seed)
-        self.sampling = torch.Generator().manual_seed(seed * 1000 + rank + 1)
+        self.sampling = torch.Generator(device=device).manual_seed(seed * 1000 + rank + 1)
 
     def state_dict(self) -> dict[str, Any]:
         return {"tasks": self.tasks.bit_generator.state, "sampling": self.sampling.get_state()}

@@ -300,7 +300,7 @@ class GRPOTrainer:
         )
         self.local_n = total // self.world
         set_seed(cfg.seed)
-        self.gens = Generators(cfg.seed, self.rank)
+        self.gens = Generators(cfg.seed, self.rank, device=acc.device)
 
         # --- model, optimizer, reference --------------------------------------------------------
         model, self.tokenizer = load_model_and_tokenizer(cfg.model)
@@ -492,6 +492,8 @@ class GRPOTrainer:
                 loss_mask * 0
             )  # a process with nothing to train still joins every collective
         adv = torch.tensor(advantages or [0.0], dtype=torch.float32)
+        dev = acc.device
+        ids, attn, loss_mask, adv = ids.to(dev), attn.to(dev), loss_mask.to(dev), adv.to(dev)
         n = ids.shape[0]
 
         def forward(model: Any, rows: Any, grad: bool, entropy: bool = False) -> tuple[Any, Any]:
@@ -510,9 +512,8 @@ class GRPOTrainer:
 
         on_policy = cfg.num_iterations == 1 and cfg.mini_batches == 1
         old_lp = None if on_policy else no_grad_logprobs(self.model)
-        pre_lp = torch.zeros(
-            ids.shape[0], ids.shape[1] - 1
-        )  # on-policy: the logprobs before the step
+        # On-policy, the logprobs before the step are the first forward's (kept for the update KL).
+        pre_lp = torch.zeros(ids.shape[0], ids.shape[1] - 1, device=dev)
         ref_lp = no_grad_logprobs(self.ref.model) if self.ref is not None else None
 
         sums: dict[str, float] = {
@@ -530,7 +531,9 @@ class GRPOTrainer:
                 rows_mb = order[mb_start : mb_start + mb_size]
                 # Normalisers over the whole mini-batch (and, for dapo, every process).
                 local_tokens = float(loss_mask[rows_mb].sum()) if rows_mb else 0.0
-                counts = torch.tensor([local_tokens, float(len(rows_mb) if trajs else 0)])
+                counts = torch.tensor(
+                    [local_tokens, float(len(rows_mb) if trajs else 0)], device=dev
+                )
                 global_counts = acc.reduce(counts, reduction="sum") if self.world > 1 else counts
                 micro = [
                     rows_mb[s : s + cfg.micro_batch_size]
@@ -589,7 +592,8 @@ class GRPOTrainer:
                 sums["pg"],
                 sums["kl"],
                 entropy_sum,
-            ]
+            ],
+            device=dev,
         )
         vec = acc.reduce(vec, reduction="sum") if self.world > 1 else vec
         tok = max(float(vec[0]), 1.0)
@@ -611,7 +615,9 @@ class GRPOTrainer:
             new_lp = no_grad_logprobs(self.model)
             before = old_lp if old_lp is not None else pre_lp
             m = loss_mask.to(new_lp.dtype)
-            kl_sum = torch.tensor([float((k3(before, new_lp) * m).sum()), float(m.sum())])
+            kl_sum = torch.tensor(
+                [float((k3(before, new_lp) * m).sum()), float(m.sum())], device=dev
+            )
             kl_sum = acc.reduce(kl_sum, reduction="sum") if self.world > 1 else kl_sum
             out["kl"] = float(kl_sum[0]) / max(float(kl_sum[1]), 1.0)
         return out
@@ -619,7 +625,8 @@ class GRPOTrainer:
     def _max_over_processes(self, value: int) -> int:
         if self.world == 1:
             return value
-        return int(self.accelerator.gather(self._torch.tensor([value])).max())
+        t = self._torch.tensor([value], device=self.accelerator.device)
+        return int(self.accelerator.gather(t).max())
 
     def _unwrapped(self) -> Any:
         return self.accelerator.unwrap_model(self.model)

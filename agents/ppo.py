@@ -308,7 +308,7 @@ class PPOTrainer:
         )
         self.local_n = cfg.episodes_per_step // self.world
         set_seed(cfg.seed)
-        self.gens = Generators(cfg.seed, self.rank)
+        self.gens = Generators(cfg.seed, self.rank, device=acc.device)
 
         # --- policy with value head, optimizer, reference ------------------------------------------
         lm, self.tokenizer = load_model_and_tokenizer(cfg.model)
@@ -409,13 +409,11 @@ class PPOTrainer:
         pad = self.tokenizer.pad_token_id or 0
         ids, attn = pad_right([t.token_ids for t in trajs], pad)
         mask, _ = pad_right([t.loss_mask for t in trajs], 0)
-        mask = mask[:, 1:].float()  # position i scores token i + 1
+        dev = acc.device
+        ids, attn = ids.to(dev), attn.to(dev)
+        mask = mask[:, 1:].float().to(dev)  # position i scores token i + 1
         n, width = ids.shape[0], ids.shape[1] - 1
-        old_lp, old_values, ref_lp = (
-            torch.zeros(n, width),
-            torch.zeros(n, width),
-            torch.zeros(n, width),
-        )
+        old_lp, old_values, ref_lp = (torch.zeros(n, width, device=dev) for _ in range(3))
         with torch.no_grad():
             for s in range(0, n, cfg.micro_batch_size):
                 rows = slice(s, s + cfg.micro_batch_size)
@@ -439,14 +437,15 @@ class PPOTrainer:
                     float((advantages * mask).sum()),
                     float((advantages**2 * mask).sum()),
                     float(mask.sum()),
-                ]
+                ],
+                device=dev,
             )
             sums = acc.reduce(sums, reduction="sum") if self.world > 1 else sums
             mean = float(sums[0] / sums[2].clamp(min=1))
             var = float(sums[1] / sums[2].clamp(min=1)) - mean**2
             advantages = whiten(advantages, mask, mean, math.sqrt(max(var, 0.0)))
         episode_kl = kl_tokens.sum(1)
-        kl_stats = torch.tensor([float(episode_kl.sum()), float(n)])
+        kl_stats = torch.tensor([float(episode_kl.sum()), float(n)], device=dev)
         kl_stats = acc.reduce(kl_stats, reduction="sum") if self.world > 1 else kl_stats
         mean_episode_kl = float(kl_stats[0] / kl_stats[1].clamp(min=1))
         timings["score_s"] = time.perf_counter() - t0
@@ -464,8 +463,8 @@ class PPOTrainer:
         updates, early_stop = 0, False
         mb = math.ceil(n / cfg.mini_batches)
         for _epoch in range(cfg.ppo_epochs):
-            perm = torch.randperm(n, generator=self.gens.sampling).tolist()
-            epoch_kl = torch.zeros(2)
+            perm = torch.randperm(n, generator=self.gens.sampling, device=dev).tolist()
+            epoch_kl = torch.zeros(2, device=dev)
             for start in range(0, n, mb):
                 rows_mb = perm[start : start + mb]
                 micro = [
@@ -501,7 +500,9 @@ class PPOTrainer:
                     totals["entropy"] += float(ent_mean.detach()) * float(st["tokens"])
                     for key in ("clip", "approx_kl", "tokens"):
                         totals[key] += float(st[key])
-                    epoch_kl += torch.tensor([float(st["approx_kl"]), float(st["tokens"])])
+                    epoch_kl += torch.tensor(
+                        [float(st["approx_kl"]), float(st["tokens"])], device=dev
+                    )
                 if cfg.max_grad_norm > 0:
                     acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
@@ -530,7 +531,8 @@ class PPOTrainer:
 
         # 6. Metrics.
         vec = torch.tensor(
-            [totals[k] for k in ("pg", "vf", "clip", "approx_kl", "tokens", "entropy")]
+            [totals[k] for k in ("pg", "vf", "clip", "approx_kl", "tokens", "entropy")],
+            device=dev,
         )
         vec = acc.reduce(vec, reduction="sum") if self.world > 1 else vec
         tok = max(float(vec[4]), 1.0)

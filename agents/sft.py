@@ -200,7 +200,7 @@ class SFTTrainer:
             f"batch_size ({cfg.batch_size}) must be divisible by the number of processes ({self.world})",
         )
         set_seed(cfg.seed)
-        self.gens = Generators(cfg.seed, self.rank)
+        self.gens = Generators(cfg.seed, self.rank, device=acc.device)
         model, self.tokenizer = load_model_and_tokenizer(cfg.model)
         if cfg.disable_dropout:
             disable_dropout(model)
@@ -247,7 +247,9 @@ class SFTTrainer:
         pad = self.tokenizer.pad_token_id or 0
         ids, attn = pad_right([e[0] for e in mine], pad)
         mask, _ = pad_right([e[1] for e in mine], 0)
-        mask = mask[:, 1:].float()
+        dev = acc.device
+        ids, attn = ids.to(dev), attn.to(dev)
+        mask = mask[:, 1:].float().to(dev)
         local_tokens = mask.sum()
         total_tokens = (
             acc.reduce(local_tokens.clone(), reduction="sum") if self.world > 1 else local_tokens
@@ -272,7 +274,7 @@ class SFTTrainer:
         lr = self.lr_scheduler.get_last_lr()[0]
         self.lr_scheduler.step()
         self.step += 1
-        loss_t = torch.tensor([loss_sum])
+        loss_t = torch.tensor([loss_sum], device=dev)
         loss_t = acc.reduce(loss_t, reduction="sum") / self.world if self.world > 1 else loss_t
         elapsed = time.perf_counter() - t0
         return {
