@@ -487,10 +487,8 @@ class GRPOTrainer:
         ids, attn = pad_right([t.token_ids for t in trajs] or [[pad, pad]], pad)
         loss_mask, _ = pad_right([t.loss_mask for t in trajs] or [[0, 0]], 0)
         loss_mask = loss_mask[:, 1:]  # aligned with next-token logprobs
-        if not trajs:
-            loss_mask = (
-                loss_mask * 0
-            )  # a process with nothing to train still joins every collective
+        if not trajs:  # a process with nothing to train still joins every collective
+            loss_mask = loss_mask * 0
         adv = torch.tensor(advantages or [0.0], dtype=torch.float32)
         dev = acc.device
         ids, attn, loss_mask, adv = ids.to(dev), attn.to(dev), loss_mask.to(dev), adv.to(dev)
@@ -599,7 +597,7 @@ class GRPOTrainer:
         tok = max(float(vec[0]), 1.0)
         out = {
             "losses/policy": float(vec[3]) / tok,
-            "losses/total": sum(losses) / max(len(losses), 1),
+            "losses/total": sum(losses) / (cfg.num_iterations * cfg.mini_batches),
             "clip_frac": float(vec[1] + vec[2]) / tok,
             "clip_frac/low": float(vec[1]) / tok,
             "clip_frac/high": float(vec[2]) / tok,
@@ -611,7 +609,7 @@ class GRPOTrainer:
         if self.ref is not None:
             out["kl"] = float(vec[4]) / tok
             out["losses/kl_penalty"] = self.kl_ctl.value * out["kl"]
-        elif cfg.measure_update_kl and trajs:
+        elif cfg.measure_update_kl:  # every process joins the reduce, trained tokens or not
             new_lp = no_grad_logprobs(self.model)
             before = old_lp if old_lp is not None else pre_lp
             m = loss_mask.to(new_lp.dtype)
