@@ -320,6 +320,12 @@ class MixtureEnv(LLMEnv):
             return member.env.secrets(inner)
         return self._member().env.secrets(task)
 
+    def task_reward_range(self, task: Task) -> tuple[float, float]:
+        if SEP in task.id:
+            member, inner = self.source.unwrap(task)
+            return member.env.task_reward_range(inner)
+        return self._member().env.task_reward_range(task)
+
     def oracle_action(self) -> Any:
         return self._member().env.oracle_action()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -83,8 +84,6 @@ class ToolAddEnv(LLMEnv):
 
 
 TOOL_ENV = "agents-test/ToolAdd-v0"
-if TOOL_ENV not in llmgym.list_envs():
-    llmgym.register(TOOL_ENV, ToolAddEnv)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -113,10 +112,26 @@ DIGITS_ENV = "agents-test/Length-v0"
 DIGITS_TASKS = [
     {"id": f"d{i}", "prompt": f"Write a long line ({i}).", "answer": "0"} for i in range(64)
 ]
-llmgym.register_task_env(
-    DIGITS_ENV,
-    tasks=DIGITS_TASKS,
-    verifier="agents_testing_verifiers:length_reward",
-    domain="length",
-    overwrite=True,
-)
+
+
+@pytest.fixture(autouse=True)
+def _test_envs() -> Iterator[None]:
+    """Register this directory's test envs for one test, then remove them: the registry-wide
+    contract tests (which also rebuild every env in fresh processes) must not see them."""
+    import gymnasium as gym
+
+    added = []
+    if TOOL_ENV not in gym.registry:
+        llmgym.register(TOOL_ENV, ToolAddEnv)
+        added.append(TOOL_ENV)
+    if DIGITS_ENV not in gym.registry:
+        llmgym.register_task_env(
+            DIGITS_ENV,
+            tasks=DIGITS_TASKS,
+            verifier="agents_testing_verifiers:length_reward",
+            domain="length",
+        )
+        added.append(DIGITS_ENV)
+    yield
+    for env_id in added:
+        del gym.registry[env_id]

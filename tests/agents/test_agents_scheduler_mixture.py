@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import MATH, TOOL_ENV
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmgym
@@ -74,7 +74,9 @@ def test_all_paused_still_samples_and_state_round_trips() -> None:
     assert t.state_dict() == s.state_dict()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.lists(
         st.tuples(st.sampled_from("abc"), st.lists(st.booleans(), min_size=1, max_size=9)),
