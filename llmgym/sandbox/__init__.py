@@ -123,7 +123,8 @@ def get_sandbox(backend: str = "local", **options: Any) -> Sandbox:
     """A sandbox of the given backend; ``options`` go to its constructor.
 
     - ``"local"``: :class:`llmgym.sandbox.local.LocalSandbox` (``fast_path``, ``python``,
-      ``preload``, ``ro_paths``, ``cgroups``, ``seccomp``, ``max_concurrency``).
+      ``preload``, ``preload_sources``, ``ro_paths``, ``cgroups``, ``seccomp``,
+      ``max_concurrency``).
     - ``"docker"``: :class:`llmgym.sandbox.docker.DockerSandbox` (``image``, ``pool_size``...).
     - ``"ray"``: :class:`llmgym.sandbox.ray.RaySandbox` (``address``, ``local_options``...).
 

@@ -53,7 +53,7 @@ import struct
 import sys
 import time
 import traceback  # noqa: F401
-import types  # noqa: F401
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -952,6 +952,24 @@ def _preload(modules: list[str]) -> None:
             pass
 
 
+def _preload_sources(fd: int) -> None:
+    """Run the modules given as source (``{name: source}`` JSON on ``fd``) and register them
+    in ``sys.modules``: a run's ``import name`` then finds them warm. Trusted code, like the
+    ``preload`` modules: it runs here, before any privilege is dropped. A failure is fatal
+    (the parent asked for these modules by name)."""
+    with os.fdopen(fd, "rb") as f:
+        sources = json.loads(f.read())
+    for name, source in sources.items():
+        module = types.ModuleType(name)
+        module.__file__ = f"<preloaded {name}>"
+        sys.modules[name] = module
+        try:
+            exec(compile(source, module.__file__, "exec", dont_inherit=True), module.__dict__)
+        except BaseException as exc:
+            del sys.modules[name]
+            raise RuntimeError(f"preloading the module {name!r} failed: {exc!r}") from None
+
+
 _STARTED = json.dumps({"type": "started"}).encode()
 
 
@@ -1235,6 +1253,8 @@ def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
     set_name(b"llmgym-zygote")
     sys.path[:] = [p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))]
     _preload(cfg.get("preload", []))
+    if cfg.get("preload_sources_fd") is not None:
+        _preload_sources(int(cfg["preload_sources_fd"]))
     if namespaces:
         _drop_bounding_set()
     # Dispositions a program expects (Python's own startup ignores SIGPIPE and SIGXFSZ for it).

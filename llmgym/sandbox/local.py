@@ -16,13 +16,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from llmgym.sandbox import _seccomp, _zygote
 from llmgym.sandbox._cgroup import CgroupManager, CgroupRun
 from llmgym.sandbox.base import RunRequest, Sandbox
-from llmgym.sandbox.errors import BackendUnavailable
+from llmgym.sandbox.errors import BackendUnavailable, InvalidRunRequest
 from llmgym.sandbox.limits import Limits
 from llmgym.sandbox.result import ExecResult, Status
 
@@ -83,23 +83,34 @@ class _Zygote:
     """A running zygote: a socket to send runs on, and its process."""
 
     def __init__(
-        self, python: str, config: dict[str, Any], env: dict[str, str], timeout: float = 60.0
+        self,
+        python: str,
+        config: dict[str, Any],
+        env: dict[str, str],
+        timeout: float = 60.0,
+        preload_sources: Mapping[str, str] | None = None,
     ) -> None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         cfg = dict(config, fd=child_sock.fileno())
+        pass_fds = [child_sock.fileno()]
+        if preload_sources:  # on a file descriptor: argv is limited to 128 KiB an argument
+            sources_fd = _memfd("llmgym-preload", json.dumps(dict(preload_sources)).encode())
+            cfg["preload_sources_fd"] = sources_fd
+            pass_fds.append(sources_fd)
         try:
             self.proc = subprocess.Popen(
                 [python, "-E", "-s", ZYGOTE_SCRIPT, json.dumps(cfg)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
-                pass_fds=[child_sock.fileno()],
+                pass_fds=pass_fds,
                 env=env,
                 cwd="/",
             )
         finally:
             child_sock.close()
+            _close_fds(pass_fds[1:])
         self.sock = parent_sock
         self._send_lock = threading.Lock()
         ready, _, _ = _select([parent_sock], timeout)
@@ -154,6 +165,16 @@ def _select(socks: list[Any], timeout: float) -> tuple[list[Any], list[Any], lis
 # ----------------------------------------------------------------------------------------------
 # One run, seen from the parent
 # ----------------------------------------------------------------------------------------------
+
+
+def _memfd(name: str, data: bytes) -> int:
+    """A memfd holding ``data``, its offset at the start."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _payload_fd(files: list[tuple[str, bytes, int]]) -> int:
@@ -799,6 +820,12 @@ class LocalSandbox(Sandbox):
             interpreter. Isolation is the same; only the interpreter start is skipped.
         python: interpreter for Python programs (default: the one running llmgym).
         preload: modules the zygote imports once, for the fast path.
+        preload_sources: modules given as source, ``{name: source}``: the zygote compiles and
+            runs each once and registers it in ``sys.modules``, so a run's ``import name``
+            finds it warm instead of loading it from shipped files every run (a test
+            harness, for instance). Trusted code: it runs in the zygote before privileges are
+            dropped, and every run (the candidate's code included) can read it. A failure
+            to run one stops the sandbox from starting. ``preloaded`` lists their names.
         ro_paths: more host paths to show read-only inside the sandbox.
         cgroups: use cgroups when the host allows it (default); ``False`` forces rlimits.
         seccomp: install the syscall filter (default).
@@ -813,12 +840,27 @@ class LocalSandbox(Sandbox):
         fast_path: bool = True,
         python: str | None = None,
         preload: Sequence[str] = DEFAULT_PRELOAD,
+        preload_sources: Mapping[str, str] | None = None,
         ro_paths: Sequence[str] = (),
         cgroups: bool = True,
         seccomp: bool = True,
         max_concurrency: int | None = None,
     ) -> None:
         super().__init__(max_concurrency=max_concurrency)
+        sources = dict(preload_sources or {})
+        for name, source in sources.items():
+            if not (isinstance(name, str) and all(p.isidentifier() for p in name.split("."))):
+                raise InvalidRunRequest(
+                    f"preload_sources expects dotted module names as keys, actual: {name!r}"
+                )
+            if not isinstance(source, str):
+                raise InvalidRunRequest(
+                    f"preload_sources[{name!r}] expects Python source (str), actual type: "
+                    f"{type(source).__name__}"
+                )
+        self._preload_sources = sources
+        self.preloaded: frozenset[str] = frozenset(sources)
+        """Names of the modules given in ``preload_sources``: every run finds them imported."""
         if not sys.platform.startswith("linux"):
             raise BackendUnavailable(
                 "the local sandbox needs Linux namespaces; use get_sandbox('docker') elsewhere"
@@ -859,7 +901,10 @@ class LocalSandbox(Sandbox):
             if z is None:
                 try:
                     z = _Zygote(
-                        self.python, dict(self._config, network=network), self._settings.base_env
+                        self.python,
+                        dict(self._config, network=network),
+                        self._settings.base_env,
+                        preload_sources=self._preload_sources,
                     )
                 except BackendUnavailable as exc:
                     hint = (

@@ -188,6 +188,32 @@ except OSError as e:
     assert b.stdout.startswith("isolated"), b
 
 
+def test_preloaded_sources_are_warm_in_every_run_and_not_shared_between_runs() -> None:
+    source = "import json\nCOUNT = [0]\ndef bump():\n    COUNT[0] += 1\n    return COUNT[0]\n"
+    with get_sandbox("local", preload_sources={"llmgym_test_mod": source}) as sb:
+        assert sb.preloaded == frozenset({"llmgym_test_mod"})  # type: ignore[attr-defined]
+        code = (
+            "import os, sys\n"
+            "m = sys.modules['llmgym_test_mod']\n"  # there before the program imports it
+            "import llmgym_test_mod\n"
+            "print(m is llmgym_test_mod, m.bump(), m.bump(), os.listdir('/tmp'))\n"
+        )
+        first, second = sb.run(code=code, limits=FAST), sb.run(code=code, limits=FAST)
+        # Each run starts from the zygote's copy: what a run changes stays in that run.
+        assert first.stdout == second.stdout == "True 1 2 ['main.py']\n", (first, second)
+
+
+def test_preloaded_sources_are_checked() -> None:
+    with pytest.raises(InvalidRunRequest, match="dotted module names"):
+        get_sandbox("local", preload_sources={"not-a-name": "x = 1"})
+    with pytest.raises(InvalidRunRequest, match="expects Python source"):
+        get_sandbox("local", preload_sources={"mod": b"x = 1"})
+    from llmgym.sandbox import BackendUnavailable
+
+    with pytest.raises(BackendUnavailable, match="'broken'.*ZeroDivisionError"):
+        get_sandbox("local", preload_sources={"broken": "1 / 0"})
+
+
 def test_closed_sandbox_refuses_runs() -> None:
     from llmgym.sandbox import SandboxClosed
 
