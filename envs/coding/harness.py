@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import hashlib
 import inspect
 import json
 import marshal
@@ -80,6 +81,23 @@ def runner_files() -> tuple[str, dict[str, bytes]]:
     return boot, {"judge.py": source.encode(), "judge.bin": marshal.dumps(code)}
 
 
+@lru_cache(maxsize=1)
+def judge_module() -> str:
+    """The name the judge is preloaded under in a local sandbox's zygote; it ends with a
+    digest of the judge's source, so a sandbox preloaded with another version never matches."""
+    digest = hashlib.sha256(runner_program().encode()).hexdigest()[:16]
+    return f"_llmgym_judge_{digest}"
+
+
+def judge_program(sb: Sandbox) -> tuple[str, dict[str, bytes]]:
+    """The program and files that start the judge in ``sb``: a call into the judge its zygote
+    preloaded (see :func:`make_sandbox`), else :func:`runner_files`."""
+    name = judge_module()
+    if name in getattr(sb, "preloaded", ()):
+        return f"import {name}\n{name}.main()\n", {}
+    return runner_files()
+
+
 # --- one sandbox per process ------------------------------------------------------------------
 
 _SANDBOXES: dict[str, Sandbox] = {}
@@ -92,13 +110,14 @@ JUDGE_PRELOAD = ("ctypes", "json", "marshal", "resource", "select", "signal", "s
 
 
 def make_sandbox(backend: str = "local") -> Sandbox:
-    """A new sandbox of ``backend`` set up for the judge (the local zygote pre-imports its
-    modules)."""
+    """A new sandbox of ``backend`` set up for the judge: the local zygote pre-imports its
+    modules and preloads the judge itself, so a run neither ships nor loads its code."""
     options: dict[str, Any] = {}
     if backend == "local":
         from llmgym.sandbox.local import DEFAULT_PRELOAD
 
         options["preload"] = tuple(dict.fromkeys((*DEFAULT_PRELOAD, *JUDGE_PRELOAD)))
+        options["preload_sources"] = {judge_module(): runner_program()}
     return get_sandbox(backend, **options)
 
 
@@ -296,8 +315,9 @@ class Submission:
     static: bool = False
 
 
-def _request(sub: Submission, nonce: str) -> dict[str, Any]:
-    """The sandbox ``run()`` arguments that grade one submission."""
+def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -> dict[str, Any]:
+    """The sandbox ``run()`` arguments that grade one submission; ``judge``: the program and
+    files that start the judge (:func:`judge_program`)."""
     problem, language = sub.problem, sub.language
     limits = problem.limits
     timeout = float(limits["timeout_s"])
@@ -336,7 +356,7 @@ def _request(sub: Submission, nonce: str) -> dict[str, Any]:
     else:
         files = {"solution.py": sub.code}
         job["source"] = "solution.py"
-    boot, judge_files = runner_files()
+    boot, judge_files = judge
     stdin = _part(job) + _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]})
     run_limits = Limits(
         wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
@@ -375,7 +395,8 @@ def run_tests_many(
     sb = sandbox or shared_sandbox()
     nonces = [secrets.token_hex(16) for _ in submissions]
     try:
-        requests = [_request(sub, n) for sub, n in zip(submissions, nonces, strict=True)]
+        judge = judge_program(sb)
+        requests = [_request(sub, n, judge) for sub, n in zip(submissions, nonces, strict=True)]
         results = sb.run_many(requests) if len(requests) > 1 else [sb.run(**requests[0])]
     except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
         return [
@@ -673,7 +694,7 @@ def _special_judge(
         job = {"nonce": judge_nonce, "mode": "judge", "judge": problem.judge,
                "kind": problem.kind, "items": items}  # fmt: skip
         try:
-            boot, judge_files = runner_files()
+            boot, judge_files = judge_program(sb)
             jres = sb.run(code=boot, files=judge_files, stdin=_part(job), language="python",
                           limits=Limits(wall_time_s=30, memory_mb=512, max_output_bytes=1 << 20))  # fmt: skip
             jrecords, broken = _records(jres, judge_nonce)

@@ -6,8 +6,15 @@ it for the value codec). One sandbox run grades one answer against all its tests
 Processes inside the run::
 
     judge J (this program: trusted, non-dumpable, owns the result channel, fd 3)
-      fork -> worker W (untrusted: the candidate's code runs here; fds 0-2 are pipes to J,
-              3 and 4 a private request/reply pipe; it never holds fd 3 of the run)
+      fork -> worker W (call-based tasks; untrusted: the candidate's code runs here, all
+              tests in turn; fds 0-2 are pipes to J, 3 and 4 a private request/reply pipe;
+              it never holds fd 3 of the run)
+      fork -> program server S (stdin/stdout tasks; runs no candidate code: it compiles a
+              Python program once and forks one fresh process per test)
+                fork -> the test's process (untrusted: fd 0 the test's input, 1-2 pipes to J)
+
+A local sandbox made by :func:`llmgym.envs.coding.harness.make_sandbox` preloads this module
+in its zygote, so a run starts the judge without shipping or loading its code.
 
 Why the verdicts cannot be forged from inside:
 
@@ -21,8 +28,10 @@ Why the verdicts cannot be forged from inside:
   seccomp filter. J checks each reply against the request it sent (kind, index), so an
   unsolicited or out-of-order reply is a protocol failure of that test.
 - **Missing results are failures.** ``sys.exit``, ``os._exit``, crashes, timeouts and kills
-  end W; J records the test as failed and starts a fresh W for the next one. The parent also
-  checks the nonce, the count and the order of J's records.
+  end W; J records the test as failed and starts a fresh W for the next one. A stdin/stdout
+  test's process is reaped by S, which reports its wait status and rusage to J; a program that
+  kills or stops S fails that test, and J starts a fresh S. The parent also checks the nonce,
+  the count and the order of J's records.
 - **Hidden tests stay hidden.** J reads the visible tests and starts W before it even reads
   the hidden ones from stdin (W is forked from J, so it would otherwise inherit a copy), and
   W's fd 0 is ``/dev/null``. Text W controls (stdout, stderr, exception messages, returned
@@ -43,6 +52,7 @@ tests. Records go to fd 3 as ``<nonce>\\t<json>\\n`` lines.
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import collections
 import io
@@ -52,6 +62,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -653,6 +664,7 @@ class Judge:
         self.compile_failed = False
         self.import_error: dict[str, Any] | None = None
         self.static_sent = False
+        self.server: ProgramServer | None = None
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -875,66 +887,60 @@ class Judge:
             self.test_record(i, **fields)
         return True
 
+    def ensure_server(self) -> ProgramServer | dict[str, Any]:
+        """A live program server S, or the failed test's fields: ``{"why": "compile"}`` once
+        the program is known not to compile (the ``compile`` record is then emitted)."""
+        if self.compile_failed:
+            return {"why": "compile"}
+        if self.server is None:
+            server = ProgramServer(self.job)
+            why, detail = server.start(min(time.monotonic() + self.timeout, self.budget_end))
+            if why == "compile":
+                self.compile_failed = True
+                self.ch.emit("compile", ok=False, error=detail[-TAIL:])
+                return {"why": "compile"}
+            if why is not None:
+                return {"ok": False, "error": {"type": why, "msg": detail}, "why": why}
+            self.server = server
+        return self.server
+
     def run_program(self, stdin_text: str) -> dict[str, Any]:
-        """One fresh process per test: the Python program in a fork of this warm interpreter,
-        or the compiled binary."""
-        job = self.job
+        """One test of a stdin/stdout program in a process of its own, forked by S."""
+        server = self.ensure_server()
+        if isinstance(server, dict):
+            return server
         data = stdin_text.encode("utf-8", "surrogatepass")
-        memfd = os.memfd_create("stdin", 0)
+        memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         _write_all(memfd, data)
         os.lseek(memfd, 0, os.SEEK_SET)
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        st_r, st_w = os.pipe()
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)
-                for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-                    signal.signal(sig, signal.SIG_DFL)
-                import fcntl
-
-                s = fcntl.fcntl(st_w, fcntl.F_DUPFD, 100)
-                os.dup2(memfd, 0)
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                os.dup2(s, 3)
-                os.closerange(4, 1 << 16)
-                _limit_memory(job, native=bool(job.get("argv")))
-                if job.get("argv"):
-                    try:
-                        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-                        want = 256 << 20
-                        if hard == resource.RLIM_INFINITY or hard >= want:
-                            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
-                    except (ValueError, OSError):
-                        pass
-                    os.set_inheritable(3, False)
-                    os.execv(job["argv"][0], job["argv"])
-                _run_python_program(job["source"])
-            except BaseException:  # noqa: BLE001
-                pass
-            os._exit(127)
-        for fd in (out_w, err_w, st_w, memfd):
-            os.close(fd)
+        try:
+            sent = server.request([memfd, out_w, err_w])
+        finally:
+            for fd in (memfd, out_w, err_w):
+                os.close(fd)
         out, err = bytearray(), _Tail()
-        status = b""
-        open_fds = {out_r, err_r, st_r}
+        open_fds = {out_r, err_r}
         for fd in open_fds:
             os.set_blocking(fd, False)
         deadline = min(start + self.timeout, self.budget_end)
         why = None
-        while open_fds:
+        sock = server.sock.fileno()
+        while sent and (open_fds or server.exit is None) and server.alive:
             left = deadline - time.monotonic()
             if left <= 0:
                 why = "timeout"
                 break
             try:
-                readable, _, _ = select.select(list(open_fds), [], [], left)
+                readable, _, _ = select.select([*open_fds, sock], [], [], left)
             except InterruptedError:
                 continue
             for fd in readable:
+                if fd == sock:
+                    server.receive()
+                    continue
                 try:
                     chunk = os.read(fd, 1 << 16)
                 except BlockingIOError:
@@ -943,22 +949,19 @@ class Judge:
                     open_fds.discard(fd)
                 elif fd == out_r:
                     out += chunk
-                elif fd == err_r:
-                    err.add(chunk)
                 else:
-                    status += chunk
+                    err.add(chunk)
             if len(out) + err.total > self.output_cap:
                 why = "output"
                 break
-        reaped = _reap(pid, kill=why is not None or bool(open_fds))
+        reaped = server.finish_test(kill=why is not None or bool(open_fds))
         wall = time.monotonic() - start
-        for fd in (out_r, err_r, st_r):
+        for fd in (out_r, err_r):
             os.close(fd)
+        if not server.alive:
+            server.close()
+            self.server = None
         self.account(reaped)
-        if status.startswith(b"C"):
-            self.compile_failed = True
-            self.ch.emit("compile", ok=False, error=status[1:].decode("utf-8", "replace")[-TAIL:])
-            return {"why": "compile"}
         fields: dict[str, Any] = {
             "stdout": bytes(out[: self.output_cap]).decode("utf-8", "replace"),
             "wall_s": round(wall, 6),
@@ -1010,7 +1013,11 @@ class Judge:
         if stdio and not self.compile_native():
             return
         self.budget_end = time.monotonic() + float(job["budget_s"])  # compiling is not testing
-        if not stdio:
+        if stdio:
+            # S starts (and compiles a Python program) before J has read the hidden tests.
+            if self.ensure_server() == {"why": "compile"}:
+                return
+        else:
             problem = self.ensure_worker()  # compile, static facts and import, before any test
             if problem == "compile":
                 return
@@ -1032,20 +1039,234 @@ class Judge:
 
     def close(self) -> None:
         self.retire(kill=False)
+        if self.server is not None:
+            self.server.close()
+            self.server = None
         self.ch.emit("usage", cpu_s=round(self.cpu, 6), peak_mb=_mb(self.maxrss_kb))
 
 
-def _run_python_program(path: str) -> None:
-    """In a fresh fork: run the candidate's program as ``python solution.py`` would."""
-    _setup_stdio()
+class ProgramServer:
+    """S, the program server of a stdin/stdout task (seen from J).
+
+    A fork of J that never runs the candidate's code itself: it compiles a Python program
+    once, then for every test forks a fresh process that runs it (or execs the compiled
+    binary) on the test's stdin, reaps that process and reports its wait status and rusage
+    (the kernel's figures, from ``wait4``). Each test still runs in a process of its own, so
+    nothing a program does carries over to the next test; J forks once per run instead of
+    once per test, and the per-test forks come from S, whose pages J's own work does not keep
+    dirtying. S is non-dumpable like J (a program cannot open its memory) and holds nothing a
+    program could forge results with: a program that kills or stops S only fails its own test,
+    and J starts another S for the next one.
+    """
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # S
+            try:
+                self.sock.close()
+                _serve_programs(job, theirs)
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(70)
+        theirs.close()
+        self.pid = pid
+        self.alive = True
+        self.test_pid: int | None = None
+        self.exit: dict[str, Any] | None = None
+
+    def start(self, deadline: float) -> tuple[str | None, str]:
+        """Wait until S is ready: ``(None, "")``, ``("compile", diagnostics)``, or the kind of
+        failure (``"timeout"``, ``"exited"``) and why."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close(kill=True)
+                return "timeout", "the program took too long to compile"
+            try:
+                ready, _, _ = select.select([self.sock], [], [], left)
+            except InterruptedError:
+                continue
+            if not ready:
+                continue
+            msg = self._recv()
+            if msg is not None and msg.get("k") == "ready":
+                return None, ""
+            self.close(kill=True)
+            if msg is not None and msg.get("k") == "compile":
+                return "compile", str(msg.get("error", ""))
+            return "exited", "the program's process ended before its first test"
+
+    def request(self, fds: list[int]) -> bool:
+        """Ask for a test's process with ``fds`` as its stdin, stdout and stderr."""
+        self.test_pid, self.exit = None, None
+        try:
+            socket.send_fds(self.sock, [b"t"], fds)
+            return True
+        except OSError:
+            self.alive = False
+            return False
+
+    def _recv(self) -> dict[str, Any] | None:
+        try:
+            data = self.sock.recv(1 << 12)
+        except (BlockingIOError, InterruptedError):
+            return {}
+        except OSError:
+            data = b""
+        if not data:
+            self.alive = False
+            return None
+        try:
+            msg = json.loads(data)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            self.alive = False  # S never sends that: treat it as gone
+            return None
+        return msg
+
+    def receive(self) -> None:
+        """Take in S's next message (the test process's pid, or its end)."""
+        msg = self._recv()
+        if msg is None:
+            return
+        if msg.get("k") == "pid" and isinstance(msg.get("pid"), int):
+            self.test_pid = msg["pid"]
+        elif msg.get("k") == "exit":
+            self.exit = msg
+
+    def finish_test(self, *, kill: bool) -> _Reaped:
+        """The test's process ended (killed first, with what it left, if ``kill``): its wait
+        status and rusage as S reaped it; ``status=None`` if S could not tell."""
+        if kill and self.exit is None:
+            if self.test_pid is not None:
+                _kill_group(self.test_pid)
+                try:
+                    os.kill(self.test_pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            else:  # S never said which process: it is stuck, end it
+                self.close(kill=True)
+        deadline = time.monotonic() + 1.0
+        while self.exit is None and self.alive:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                ready, _, _ = select.select([self.sock], [], [], left)
+            except InterruptedError:
+                continue
+            if ready:
+                self.receive()
+        e = self.exit
+        if e is None:  # S is gone or stuck: end it; the test's process goes with its group
+            if self.test_pid is not None:
+                _kill_group(self.test_pid)
+            self.close(kill=True)
+            return _Reaped(None, 0.0, 0.0)
+        status = e.get("status")
+        return _Reaped(
+            status if isinstance(status, int) else None,
+            float(e.get("cpu") or 0.0),
+            float(e.get("maxrss_kb") or 0.0),
+        )
+
+    def close(self, *, kill: bool = False) -> None:
+        """End S (it exits when its socket closes) and reap it. S's own rusage is not the
+        program's: the tests' processes were accounted one by one."""
+        if self.pid <= 0:
+            return
+        self.alive = False
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        _reap(self.pid, kill=kill)
+        self.pid = -1
+
+
+def _send_json(sock: socket.socket, obj: dict[str, Any]) -> None:
+    sock.send(json.dumps(obj).encode())
+
+
+def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
+    """S's life (see :class:`ProgramServer`): compile, then one fresh process per request."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    keep = sock.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+    for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    native = bool(job.get("argv"))
+    code = None
+    if not native:
+        try:
+            _, code = _compile_candidate(job["source"])
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+            detail = "".join(traceback.format_exception_only(type(e), e))
+            _send_json(sock, {"k": "compile", "error": detail[-TAIL:]})
+            os._exit(0)
+        _limit_memory(job, native=False)  # the tests' processes inherit it
+        _setup_stdio()
+        atexit._clear()  # what the judge registered is not the program's
+    _send_json(sock, {"k": "ready"})
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, 3)
+        except InterruptedError:
+            continue
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != 3:
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:  # the test's process
+            try:
+                os.setpgid(0, 0)
+                for target, fd in enumerate(fds):
+                    os.dup2(fd, target)
+                os.closerange(3, 1 << 16)
+                if native:
+                    _limit_memory(job, native=True)
+                    try:
+                        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+                        want = 256 << 20
+                        if hard == resource.RLIM_INFINITY or hard >= want:
+                            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+                    except (ValueError, OSError):
+                        pass
+                    os.execv(job["argv"][0], job["argv"])
+                _run_python_code(job["source"], code)
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(127)
+        try:
+            os.setpgid(pid, pid)  # also here: J may kill the group before the child runs
+        except OSError:
+            pass
+        for fd in fds:
+            os.close(fd)
+        _send_json(sock, {"k": "pid", "pid": pid})
+        status, cpu, maxrss = None, 0.0, 0.0
+        while True:
+            try:
+                _, status, ru = os.wait4(pid, 0)
+                cpu, maxrss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+        _kill_group(pid)  # whatever it left behind
+        _send_json(sock, {"k": "exit", "status": status, "cpu": cpu, "maxrss_kb": maxrss})
+
+
+def _run_python_code(path: str, code: Any) -> None:
+    """In a fresh fork of S: run the compiled program as ``python solution.py`` would."""
     sys.argv = [path]
-    try:
-        _, code = _compile_candidate(path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
-        detail = "".join(traceback.format_exception_only(type(e), e))
-        _write_all(3, b"C" + detail.encode("utf-8", "replace"))
-        os._exit(1)
-    os.close(3)
     main = types.ModuleType("__main__")
     main.__file__ = path
     sys.modules["__main__"] = main
@@ -1067,6 +1288,7 @@ def _run_python_program(path: str) -> None:
         threading = sys.modules.get("threading")
         if threading is not None:
             threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001
         pass
     _flush()

@@ -276,6 +276,49 @@ def test_native_programs_compile_once_and_run_per_test():
     assert broken.status == "compile_error" and "error" in broken.compile_output
 
 
+def test_the_judge_is_preloaded_in_its_sandbox_and_shipped_to_others():
+    from llmgym.envs.coding.harness import judge_program, shared_sandbox
+    from llmgym.sandbox import get_sandbox
+
+    boot, files = judge_program(shared_sandbox())
+    assert files == {} and "main()" in boot  # the zygote holds the judge: nothing to ship
+    with get_sandbox("local") as plain:  # a sandbox of the caller's own making
+        assert set(judge_program(plain)[1]) == {"judge.py", "judge.bin"}
+        assert run_tests(ADD, call_problem(), sandbox=plain).status == "passed"
+        stdio = run_tests("a, b = map(int, input().split())\nprint(a + b)\n", stdio_problem(),
+                          sandbox=plain)  # fmt: skip
+        assert stdio.status == "passed"
+
+
+def test_stdio_programs_that_kill_their_server_only_fail_their_own_tests():
+    # Each test's process is forked by a server process (its parent); killing or stopping it
+    # loses that test only, and the next test gets a fresh server.
+    code = (
+        "import os, signal\n"
+        "a, b = map(int, input().split())\n"
+        "print(a + b, flush=True)\n"
+        "if a == 1:\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "if a == 3:\n    os.kill(os.getppid(), signal.SIGSTOP)\n"
+    )
+    verdict = run_tests(code, stdio_problem(timeout_s=1.0))
+    passed = [t.passed for t in verdict.tests]
+    assert passed[0] and passed[2] and passed[4], verdict.tests
+    assert not passed[1] and not passed[3], verdict.tests
+    assert verdict.tests[1].category == "crashed" and verdict.tests[3].category == "timeout"
+
+
+def test_stdio_atexit_handlers_run_like_at_interpreter_exit():
+    # A common fast-output idiom: buffer everything, write it out in an atexit handler.
+    code = (
+        "import atexit, io, os, sys\n"
+        "buf = io.StringIO()\n"
+        "atexit.register(lambda: os.write(1, buf.getvalue().encode()))\n"
+        "a, b = map(int, input().split())\n"
+        "buf.write(f'{a + b}\\n')\n"
+    )
+    assert run_tests(code, stdio_problem()).status == "passed"
+
+
 def test_run_tests_many_keeps_order():
     problem = call_problem()
     verdicts = run_tests_many(
