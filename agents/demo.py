@@ -405,16 +405,27 @@ def plot_reward_curves(out: Path, path: Path, results: dict[str, Any]) -> Path |
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m llmgym.agents.demo [--output-dir DIR] [--quick] [--ppo]``."""
-    parser = argparse.ArgumentParser(prog="llmgym demo", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The demo's options on ``parser`` (``llmgym demo`` adds them to its subcommand)."""
     parser.add_argument("--output-dir", default="runs/demo", help="where the runs and results go")
     parser.add_argument(
         "--quick", action="store_true", help="fewer steps: the same code path, faster"
     )
     parser.add_argument("--ppo", action="store_true", help="also train PPO from the SFT model")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the corpus, model and sampling")
+    return parser
+
+
+def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
+    """``python -m llmgym.agents.demo [--output-dir DIR] [--quick] [--ppo]``; ``argv`` may also be
+    a Namespace parsed by a parser that :func:`add_arguments` set up."""
+    if isinstance(argv, argparse.Namespace):
+        args = argv
+    else:
+        parser = add_arguments(
+            argparse.ArgumentParser(prog="llmgym demo", description=__doc__.split("\n")[0])
+        )
+        args = parser.parse_args(list(argv) if argv is not None else None)
     cfg = DemoConfig(output_dir=args.output_dir, seed=args.seed, **(QUICK if args.quick else {}))
     results = run(cfg, ppo=args.ppo)
     sft, grpo = results["sft"]["success"], results["grpo"]["success"]

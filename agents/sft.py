@@ -14,6 +14,7 @@ SFT teaches is the token layout GRPO and PPO then sample.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -259,7 +260,7 @@ class SFTTrainer:
         chunks = list(range(0, len(mine), cfg.micro_batch_size))
         for c, s in enumerate(chunks):
             rows = slice(s, s + cfg.micro_batch_size)
-            with acc.no_sync(self.model) if c < len(chunks) - 1 else _null():
+            with acc.no_sync(self.model) if c < len(chunks) - 1 else contextlib.nullcontext():
                 lp, _, _ = token_logprobs(self.model, ids[rows], attn[rows])
                 loss = -(lp * mask[rows]).sum() / max(norm, 1.0)
                 acc.backward(loss)
@@ -334,14 +335,6 @@ class SFTTrainer:
             acc.unwrap_model(self.model).save_pretrained(path)
             self.tokenizer.save_pretrained(path)
         acc.wait_for_everyone()
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def write_jsonl(path: str | Path, records: Sequence[dict[str, Any]]) -> Path:

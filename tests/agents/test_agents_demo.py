@@ -36,3 +36,12 @@ def test_quick_demo_improves_on_sft(tmp_path: Path) -> None:
     assert results["grpo"]["success"] >= results["sft"]["success"] + 0.15, results
     assert (tmp_path / "reward_curve.png").stat().st_size > 1000
     assert (tmp_path / "grpo" / "metrics.jsonl").is_file()
+
+
+def test_demo_arguments_attach_to_any_parser() -> None:
+    import argparse
+
+    args = demo.add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--quick", "--output-dir", "x", "--ppo"]
+    )
+    assert args.quick and args.ppo and args.output_dir == "x" and args.seed == 0
