@@ -79,6 +79,9 @@ class DemoConfig:
         default_factory=lambda: {"pretrain": 3e-3, "sft": 1e-3, "grpo": 2e-4, "ppo": 2e-4}
     )
     """Peak learning rate of each stage."""
+    report: bool = True
+    """End with ``llmgym.evaluate`` of the SFT and GRPO models (HTML reports, a comparison) and
+    the GRPO run's training report, under ``<output-dir>/eval``."""
 
 
 QUICK: dict[str, Any] = {"grpo_steps": 30, "ppo_steps": 20, "eval_episodes": 100}
@@ -196,7 +199,7 @@ def _quiet() -> None:
     )  # "removed shared tensor" on tied weights
 
 
-STAGE_DIRS = ("base", "data", "pretrain", "sft", "grpo", "ppo")
+STAGE_DIRS = ("base", "data", "pretrain", "sft", "grpo", "ppo", "eval")
 """What the demo writes under its output directory (removed when it starts again)."""
 
 HELD_OUT_SEED = 1_000_000
@@ -354,8 +357,50 @@ def run(cfg: DemoConfig, *, ppo: bool = False, log: Any = print) -> dict[str, An
     results["improvement_points"] = 100 * (grpo_success - sft_success)
     results["cpu_seconds"] = time.process_time() - cpu_start
     plot_reward_curves(out, out / "reward_curve.png", results)
+    if cfg.report:
+        results["reports"] = evaluation_reports(cfg, log=log)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     return results
+
+
+def evaluation_reports(cfg: DemoConfig, *, log: Any = print) -> dict[str, str]:
+    """4. The standard evaluation of the SFT and GRPO models on the held-out tasks
+    (``llmgym.evaluate``: results, summary and an HTML report each), their comparison, and
+    the GRPO run's training report."""
+    from llmgym.evaluation import evaluate
+    from llmgym.evaluation.compare import compare_runs, comparison_html, comparison_text
+    from llmgym.evaluation.report import write_report
+
+    out = Path(cfg.output_dir)
+    shutil.rmtree(out / "eval", ignore_errors=True)
+    entry = {
+        "id": ENV_ID,
+        "kwargs": ENV_KWARGS,
+        "seed": HELD_OUT_SEED,
+        "episodes": cfg.eval_episodes,
+    }
+    reports = {}
+    for stage in ("sft", "grpo"):
+        result = evaluate(
+            [entry],
+            policy=f"hf:{out / stage / 'final'}",
+            settings={"temperature": 0.0, "max_new_tokens": 32},
+            out=out / "eval" / stage,
+            progress=False,
+        )
+        overall = result.summary["overall"]
+        reports[stage] = str(out / "eval" / stage / "report.html")
+        log(
+            f"[eval] {stage.upper()}: success {overall['success_rate']:.1%} on "
+            f"{overall['episodes']} held-out tasks -> {reports[stage]}"
+        )
+    comparison = compare_runs(out / "eval" / "sft", out / "eval" / "grpo")
+    reports["compare"] = str(out / "eval" / "compare.html")
+    Path(reports["compare"]).write_text(comparison_html(comparison), encoding="utf-8")
+    log(comparison_text(comparison))
+    reports["training"] = str(write_report(out / "grpo"))
+    log(f"[eval] training curves: {reports['training']}")
+    return reports
 
 
 def plot_reward_curves(out: Path, path: Path, results: dict[str, Any]) -> Path | None:
@@ -434,6 +479,7 @@ def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
         f"  after SFT : {sft:6.1%}\n  after GRPO: {grpo:6.1%}   ({results['improvement_points']:+.1f} points)"
         + (f"\n  after PPO : {results['ppo']['success']:6.1%}" if "ppo" in results else "")
         + f"\nTotal time {results['seconds'] / 60:.1f} min. Reward curve: {Path(cfg.output_dir) / 'reward_curve.png'}"
+        + "".join(f"\n{name} report: {path}" for name, path in results.get("reports", {}).items())
     )
     return 0
 

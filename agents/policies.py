@@ -75,7 +75,7 @@ class CallablePolicy(Policy):
 
     def __init__(self, fn: Callable[..., Any], spec: str | None = None):
         self.fn = fn
-        self.spec = spec or getattr(fn, "__qualname__", repr(fn))
+        self.spec = spec or str(getattr(fn, "__qualname__", None) or repr(fn))
         self.settings = {}
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:

@@ -198,7 +198,7 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from llmgym.agents.demo import main as demo_main
 
-    return int(demo_main(args.rest) or 0)
+    return int(demo_main(args) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,7 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "demo", help="the main job: pretrain, SFT and GRPO a tiny model, then evaluate it"
     )
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the demo")
+    if importlib.util.find_spec("llmgym.agents.demo") is not None:
+        from llmgym.agents.demo import add_arguments
+
+        add_arguments(p)
     p.set_defaults(func=cmd_demo)
 
     for module_name, function in _EXTENSIONS:
