@@ -82,10 +82,16 @@ def runner_files() -> tuple[str, dict[str, bytes]]:
 
 
 @lru_cache(maxsize=1)
+def preloaded_judge() -> str:
+    """The judge's source as a local zygote preloads it: :func:`runner_program`, warmed up."""
+    return runner_program() + "\nwarm_up()\n"
+
+
+@lru_cache(maxsize=1)
 def judge_module() -> str:
     """The name the judge is preloaded under in a local sandbox's zygote; it ends with a
     digest of the judge's source, so a sandbox preloaded with another version never matches."""
-    digest = hashlib.sha256(runner_program().encode()).hexdigest()[:16]
+    digest = hashlib.sha256(preloaded_judge().encode()).hexdigest()[:16]
     return f"_llmgym_judge_{digest}"
 
 
@@ -104,9 +110,13 @@ _SANDBOXES: dict[str, Sandbox] = {}
 _LOCK = threading.Lock()
 
 
-JUDGE_PRELOAD = ("ctypes", "json", "marshal", "resource", "select", "signal", "struct",
-                 "subprocess", "traceback", "types")  # fmt: skip
-"""Modules the judge imports, pre-imported by the local zygote so that runs find them warm."""
+JUDGE_PRELOAD = ("ctypes", "json", "marshal", "resource", "select", "signal", "socket", "struct",
+                 "traceback", "types")  # fmt: skip
+"""Modules the judge imports, pre-imported by the local zygote so that runs find them warm.
+
+Not ``subprocess`` (only compiling C/C++ needs it, and that takes far longer than importing
+it): it imports ``threading``, whose after-fork hook costs every fork of the zygote's copies
+(each run's, each test's) about a hundred copy-on-write page faults."""
 
 
 def make_sandbox(backend: str = "local") -> Sandbox:
@@ -117,7 +127,7 @@ def make_sandbox(backend: str = "local") -> Sandbox:
         from llmgym.sandbox.local import DEFAULT_PRELOAD
 
         options["preload"] = tuple(dict.fromkeys((*DEFAULT_PRELOAD, *JUDGE_PRELOAD)))
-        options["preload_sources"] = {judge_module(): runner_program()}
+        options["preload_sources"] = {judge_module(): preloaded_judge()}
     return get_sandbox(backend, **options)
 
 
@@ -324,15 +334,8 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
     budget = float(limits.get("budget_s") or (timeout * 4 + 2))
     memory_mb = int(limits["memory_mb"])
     native = language != "python"
-    # What one test may send back: 4x its expected answer (and at least 64 KiB); the result
-    # channel holds that for every test, so an oversized answer fails its own test only.
-    sizes = [
-        len(t["output"].encode("utf-8", "surrogatepass"))
-        if "output" in t
-        else len(json.dumps(t.get("expected")))
-        for t in problem.tests
-    ]
-    per_test = max(_MIN_ANSWER_BYTES, 4 * max(sizes, default=0))
+    tests = _encoded_tests(problem)
+    per_test = tests["per_test"]
     job: dict[str, Any] = {
         "nonce": nonce,
         "mode": problem.kind,
@@ -342,7 +345,6 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
         "output_cap": per_test if problem.kind == "stdio" else _PRINT_CAP,
         "max_reply_bytes": per_test,
         "static": sub.static,
-        "visible": [_payload(t, problem.kind) for t in problem.visible],
     }
     if native:
         lang = SANDBOX_LANGUAGES[language]
@@ -357,7 +359,10 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
         files = {"solution.py": sub.code}
         job["source"] = "solution.py"
     boot, judge_files = judge
-    stdin = _part(job) + _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]})
+    # The job as JSON with the (cached) visible tests spliced in: {..., "visible": [...]}
+    head = json.dumps(job, ensure_ascii=True).encode()
+    body = head[:-1] + b', "visible": ' + tests["visible"] + b"}"
+    stdin = struct.pack("<Q", len(body)) + body + tests["hidden_part"]
     run_limits = Limits(
         wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
         memory_mb=max(memory_mb + 256, COMPILE_MEMORY_MB if native else 0),
@@ -365,6 +370,27 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
     )
     return {"code": boot, "files": {**files, **judge_files}, "stdin": stdin,
             "language": "python", "limits": run_limits}  # fmt: skip
+
+
+def _encoded_tests(problem: Problem) -> dict[str, Any]:
+    """The tests' inputs as the judge reads them, and what one test may send back (4x its
+    expected answer, at least 64 KiB: the result channel holds that for every test, so an
+    oversized answer fails its own test only). Made once per problem."""
+    cached = problem.memo.get("encoded")
+    if cached is None:
+        sizes = [
+            len(t["output"].encode("utf-8", "surrogatepass"))
+            if "output" in t
+            else len(json.dumps(t.get("expected")))
+            for t in problem.tests
+        ]
+        visible = [_payload(t, problem.kind) for t in problem.visible]
+        cached = problem.memo["encoded"] = {
+            "per_test": max(_MIN_ANSWER_BYTES, 4 * max(sizes, default=0)),
+            "visible": json.dumps(visible, ensure_ascii=True).encode(),
+            "hidden_part": _part({"hidden": [_payload(t, problem.kind) for t in problem.hidden]}),
+        }
+    return cached
 
 
 def _finish(sb: Sandbox, sub: Submission, res: ExecResult, nonce: str) -> Verdict:
@@ -581,14 +607,7 @@ def _test_result(
 ) -> TestResult:
     hidden = not visible
     fn = test.get("fn")
-    shown: dict[str, Any] = {}
-    if visible:
-        if problem.kind == "stdio":
-            shown = {"call": test["input"][-_TAIL:], "expected": test["output"][-_TAIL:]}
-        elif "script" in test:
-            shown = {"call": test["script"][-_TAIL:], "expected": "the assertions hold"}
-        else:
-            shown = {"call": render_call(test), "expected": render_expected(test)}
+    shown: dict[str, Any] = _shown(problem, index, test) if visible else {}
     if rec is None:
         why = (
             "compile error" if compile_failed
@@ -637,8 +656,17 @@ def _test_result(
             return TestResult(index, hidden, True, "passed", **common)
         category, text = _error_text(err, hidden)
         return TestResult(index, hidden, False, category, text, **common)
+    raw = rec.get("value")
+    if (
+        hidden
+        and mode == "exact"
+        and problem.judge is None
+        and "expected" in test
+        and _plainly_equal(raw, test, problem, index)
+    ):
+        return TestResult(index, hidden, True, "passed", **common)
     try:
-        value = decode(rec.get("value"))
+        value = decode(raw)
     except (ValueError, TypeError, RecursionError):
         return TestResult(index, hidden, False, "error", "malformed return value", **common)
     if visible:
@@ -649,15 +677,67 @@ def _test_result(
     if problem.judge is not None:
         return TestResult(index, hidden, False, "judging", None, **common)
     ok = False
-    for accepted in [test["expected"], *test.get("also", [])]:
+    for accepted in _accepted(problem, index, test):
         try:
-            ok = values_equal(value, decode(accepted), mode, **tol)
+            ok = values_equal(value, accepted, mode, **tol)
         except (TypeError, ValueError, RecursionError):
             ok = False
         if ok:
             break
     return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
                       None if ok else "wrong answer", **common)  # fmt: skip
+
+
+def _shown(problem: Problem, index: int, test: Mapping[str, Any]) -> dict[str, Any]:
+    """How a visible test is shown (its call and expected value), made once per problem."""
+    memo = problem.memo.setdefault("shown", {})
+    shown = memo.get(index)
+    if shown is None:
+        if problem.kind == "stdio":
+            shown = {"call": test["input"][-_TAIL:], "expected": test["output"][-_TAIL:]}
+        elif "script" in test:
+            shown = {"call": test["script"][-_TAIL:], "expected": "the assertions hold"}
+        else:
+            shown = {"call": render_call(test), "expected": render_expected(test)}
+        memo[index] = shown
+    return dict(shown)
+
+
+def _accepted(problem: Problem, index: int, test: Mapping[str, Any]) -> list[Any]:
+    """The decoded values a call test accepts (``expected``, then ``also``), decoded once per
+    problem; a malformed one is left out (it can match nothing)."""
+    memo = problem.memo.setdefault("accepted", {})
+    values = memo.get(index)
+    if values is None:
+        values = []
+        for raw in [test["expected"], *test.get("also", [])]:
+            try:
+                values.append(decode(raw))
+            except (TypeError, ValueError, RecursionError):
+                pass
+        memo[index] = values
+    return values
+
+
+def _plainly_equal(raw: Any, test: Mapping[str, Any], problem: Problem, index: int) -> bool:
+    """Whether a returned value, still in the codec's JSON form, is the expected one exactly:
+    then ``values_equal(decode(raw), expected, "exact")`` holds too (equal forms decode to equal
+    values), unless the expected value holds a NaN (which equals nothing)."""
+    if raw != test["expected"]:
+        return False
+    memo = problem.memo.setdefault("has_nan", {})
+    has_nan = memo.get(index)
+    if has_nan is None:
+        has_nan = memo[index] = _holds_nan(test["expected"])
+    return not has_nan
+
+
+def _holds_nan(raw: Any) -> bool:
+    if isinstance(raw, list):
+        return any(_holds_nan(x) for x in raw if isinstance(x, (list, dict)))
+    if isinstance(raw, dict):
+        return raw.get("$float") == "nan" or any(_holds_nan(x) for x in raw.values())
+    return False
 
 
 def _short(value: Any, limit: int = 400) -> str:

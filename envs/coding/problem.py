@@ -66,6 +66,9 @@ class Problem:
     define the entry point itself."""
     header: str = ""
     """Code always prepended to the answer (the imports a dataset's graders provide)."""
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What grading derives from the tests once and reuses (decoded expected values, how
+    visible tests are shown): a GRPO group grades one problem many times."""
 
     @classmethod
     def from_answer(cls, answer: Any, *, where: str = "task", check_values: bool = True) -> Problem:

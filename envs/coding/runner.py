@@ -52,6 +52,7 @@ tests. Records go to fd 3 as ``<nonce>\\t<json>\\n`` lines.
 
 from __future__ import annotations
 
+import _signal
 import atexit
 import builtins
 import collections
@@ -255,13 +256,29 @@ def _builtin_exception_name(exc: BaseException) -> str:
     return "BaseException"
 
 
-def _nondumpable() -> None:
-    try:
-        import ctypes
+_PRCTL: Any = None
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except Exception:  # noqa: BLE001 - best effort outside Linux
-        pass
+
+def warm_up() -> None:
+    """Do once what every run would do again: called where the judge is preloaded (a sandbox
+    zygote), so that each run's copy finds it done."""
+    global _PRCTL
+    if _PRCTL is None:
+        try:
+            import ctypes
+
+            _PRCTL = ctypes.CDLL(None).prctl
+        except Exception:  # noqa: BLE001 - best effort outside Linux
+            _PRCTL = False
+
+
+def _nondumpable() -> None:
+    warm_up()
+    if _PRCTL:
+        try:
+            _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
@@ -271,11 +288,12 @@ def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
         return
     base = 0
     if not native:
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("VmSize:"):
-                        base = int(line.split()[1]) << 10
+        try:  # statm: sizes in pages, the first being the whole address space (VmSize)
+            fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                base = int(os.read(fd, 256).split()[0]) * resource.getpagesize()
+            finally:
+                os.close(fd)
         except (OSError, ValueError, IndexError):
             return
     try:
@@ -283,6 +301,18 @@ def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     except (ValueError, OSError):
         pass
+
+
+_RESET_SIGNALS = tuple(
+    int(s) for s in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
+)
+
+
+def _default_signals() -> None:
+    """Default dispositions for the signals J handles or ignores (through the C module:
+    ``signal.signal`` builds enums, page faults in a freshly forked process)."""
+    for sig in _RESET_SIGNALS:
+        _signal.signal(sig, _signal.SIG_DFL)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -379,8 +409,7 @@ def _resolve(module: types.ModuleType, name: str) -> Any:
 
 def _worker_main(job: dict[str, Any]) -> None:
     """Compile, report static facts, import the candidate, then answer requests until EOF."""
-    for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL)
+    _default_signals()
     _setup_stdio()
     try:
         source, code = _compile_candidate(job["source"])
@@ -444,10 +473,19 @@ def _worker_main(job: dict[str, Any]) -> None:
 
 
 class Channel:
-    """Records to the parent on fd 3: ``<nonce>\\t<json>\\n``."""
+    """Records to the parent on fd 3: ``<nonce>\\t<json>\\n``.
+
+    Written a phase at a time (and whenever 64 KiB are waiting), not a record at a time: the
+    parent wakes up a few times per run instead of once per test. A judge killed mid-phase
+    loses that phase's records: its tests then count as not run, which is what they are."""
+
+    FLUSH_AT = 64 << 10
+    FLUSH_ON = frozenset({"output", "end"})
 
     def __init__(self, nonce: str) -> None:
-        self.nonce = nonce
+        self.prefix = nonce.encode() + b"\t"
+        self.waiting: list[bytes] = []
+        self.size = 0
 
     def emit(self, kind: str, **fields: Any) -> None:
         fields["k"] = kind
@@ -455,7 +493,16 @@ class Channel:
             body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate in a returned string
             body = json.dumps(fields, ensure_ascii=True, allow_nan=False).encode()
-        _write_all(CHANNEL, self.nonce.encode() + b"\t" + body + b"\n")
+        line = self.prefix + body + b"\n"
+        self.waiting.append(line)
+        self.size += len(line)
+        if kind in self.FLUSH_ON or self.size >= self.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.waiting:
+            data, self.waiting, self.size = b"".join(self.waiting), [], 0
+            _write_all(CHANNEL, data)
 
 
 class _Reaped:
@@ -1198,8 +1245,7 @@ def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
     keep = sock.fileno()
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
-    for sig in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL)
+    _default_signals()
     native = bool(job.get("argv"))
     code = None
     if not native:
@@ -1332,7 +1378,10 @@ def main() -> None:
     try:
         judge.run()
     finally:
-        judge.close()
+        try:
+            judge.close()
+        finally:
+            ch.flush()  # even when the judge itself failed: what it established stands
     ch.emit("end")
     os._exit(0)
 
