@@ -7,12 +7,20 @@ worker process, verdicts on fd 3); the baseline runs every test as its own uniso
 ``subprocess.run([python, "-c", ...])`` and compares the printed result in the parent. Both
 grade the same tasks with the same oracle programs and the same number of worker threads.
 
-Two measures per row: steps/s on the wall clock (it depends on whatever else the machine is
-running), and CPU time per step summed over every process involved (this one, the sandbox's
-zygote and everything it forks, or the baseline's subprocesses), from which "steps/s if the
-cores were free" = cores / CPU per step. On a shared machine, compare the second.
+How the cores are driven: ``--workers`` threads (default: one per core), each stepping its own
+env, all envs sharing one sandbox, as a trainer's rollout threads would; the sandbox runs as
+many programs at once as there are threads stepping.
 
-Run: python benchmarks/coding.py [--seconds 10] [--workers 2]
+Three measures per row: steps/s on the wall clock (it depends on whatever else the machine is
+running); CPU time per step summed over the processes involved (this one, the sandbox's
+zygote and every process it forks and reaps, or the baseline's subprocesses), from which
+"steps/s if the cores were free" = cores / CPU per step; and the whole machine's busy time
+per step (/proc/stat), which also counts what no process of ours is charged for (the kernel
+threads tearing down network namespaces and cgroups, the runs' ``sleep`` inits, which the
+kernel reaps itself) and, on a shared machine, everyone else's work: an upper bound, close to
+the truth only when the load average (printed before and after) is about ``--workers``.
+
+Run: python benchmarks/coding.py [--seconds 10] [--workers 2] [--rows call,grpo,stdio]
 """
 
 from __future__ import annotations
@@ -56,6 +64,13 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _machine_cpu() -> float:
+    """Seconds the whole machine's CPUs have been busy (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(ticks[:3]) + ticks[5] + ticks[6]) / os.sysconf("SC_CLK_TCK")
+
+
 def _drive(
     step: Callable[[int, int], bool], n: int, seconds: float, workers: int
 ) -> dict[str, Any]:
@@ -81,10 +96,11 @@ def _drive(
     return {"steps": sum(counts), "elapsed": time.perf_counter() - start, "failures": sum(failures)}
 
 
-def _summary(run: dict[str, Any], cpu: float) -> dict[str, float]:
+def _summary(run: dict[str, Any], cpu: float, machine: float) -> dict[str, float]:
     return {
         "rate": run["steps"] / run["elapsed"],
         "cpu_ms": 1000 * cpu / run["steps"],
+        "machine_ms": 1000 * machine / run["steps"],
         "failures": run["failures"],
     }
 
@@ -103,10 +119,11 @@ def llmgym_rate(
         env.reset(options={"task_id": ids[i]})
         return bool(env.step(env.oracle_action())[4]["is_success"])
 
-    cpu0 = _cpu()
+    cpu0, machine0 = _cpu(), _machine_cpu()
     run = _drive(step, len(ids), seconds, workers)
+    machine = _machine_cpu() - machine0
     sandbox.close()  # the zygote exits: its CPU time, and its runs', lands in RUSAGE_CHILDREN
-    return _summary(run, _cpu() - cpu0)
+    return _summary(run, _cpu() - cpu0, machine)
 
 
 _ONE_CALL = """
@@ -144,23 +161,29 @@ def baseline_rate(ids: list[str], seconds: float, workers: int, cache: int) -> d
     def step(k: int, i: int) -> bool:
         return grade_per_subprocess(Problem.from_answer(source.get(ids[i]).answer))
 
-    cpu0 = _cpu()
+    cpu0, machine0 = _cpu(), _machine_cpu()
     run = _drive(step, len(ids), seconds, workers)
-    return _summary(run, _cpu() - cpu0)
+    return _summary(run, _cpu() - cpu0, _machine_cpu() - machine0)
+
+
+ROWS = {
+    "call": ("function-level, each task new", CALL_FAMILIES, 1),
+    "grpo": ("function-level, GRPO groups of 8", CALL_FAMILIES, 8),
+    "stdio": ("stdin/stdout, each task new", STDIO_FAMILIES, 1),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"some of {list(ROWS)}")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
+    load_before = os.getloadavg()[0]
     rows = []
-    for label, families, group in (
-        ("function-level, each task new", CALL_FAMILIES, 1),
-        ("function-level, GRPO groups of 8", CALL_FAMILIES, 8),
-        ("stdin/stdout, each task new", STDIO_FAMILIES, 1),
-    ):
+    for key in args.rows.split(","):
+        label, families, group = ROWS[key]
         ids = task_ids(families, 600 // group, group)
         cache = 0 if group == 1 else 256
         base = baseline_rate(ids, args.seconds, args.workers, cache)
@@ -168,18 +191,18 @@ def main() -> None:
         rows.append((f"{label}: a fresh subprocess per test (baseline)", base, base))
         rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, base))
     print(
-        f"llmgym {llmgym.__version__}: {args.workers} worker thread(s), {cores} cores, load "
-        f"average {os.getloadavg()[0]:.1f} at the end, {args.seconds:g} s per row, 10 hidden "
-        "tests per task\n"
+        f"llmgym {llmgym.__version__}: {args.workers} thread(s) each stepping its own env, one "
+        f"sandbox shared; {cores} cores; load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after; {args.seconds:g} s per row; 10 hidden tests per task\n"
     )
-    print("| reset + oracle step | steps/s (wall) | CPU ms/step | steps/s if the cores were free "
-          "| vs baseline | failed |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| reset + oracle step | steps/s (wall) | CPU ms/step | machine CPU ms/step "
+          "| steps/s if the cores were free | vs baseline | failed |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r, b in rows:
         free = cores * 1000 / r["cpu_ms"]
         print(
-            f"| {name} | {r['rate']:,.1f} | {r['cpu_ms']:,.1f} | {free:,.0f} | "
-            f"{b['cpu_ms'] / r['cpu_ms']:.1f}x | {r['failures']:.0f} |"
+            f"| {name} | {r['rate']:,.1f} | {r['cpu_ms']:,.1f} | {r['machine_ms']:,.1f} | "
+            f"{free:,.0f} | {b['cpu_ms'] / r['cpu_ms']:.1f}x | {r['failures']:.0f} |"
         )
 
 
