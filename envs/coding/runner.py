@@ -689,6 +689,10 @@ class Worker:
         return self.reaped
 
 
+def _call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
+
+
 class _ScriptTimeout(BaseException):
     pass
 
@@ -712,6 +716,7 @@ class Judge:
         self.import_error: dict[str, Any] | None = None
         self.static_sent = False
         self.server: ProgramServer | None = None
+        self.answered_at = 0.0
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -794,12 +799,14 @@ class Judge:
             return {"ok": False, "error": {"type": "ImportError", "msg": problem}, "why": problem}
         w = self.worker
         assert w is not None
-        w.send(
-            {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
-        )
-        start = time.monotonic()
+        w.send(_call_request(i, payload))
+        return self.await_call(w, i, time.monotonic(), deadline)
+
+    def await_call(self, w: Worker, i: int, start: float, deadline: float) -> dict[str, Any]:
+        """W's answer to the call test ``i``, asked for already, timed from ``start``."""
         rec = w.recv(min(deadline, self.budget_end))
-        wall = time.monotonic() - start
+        self.answered_at = time.monotonic()
+        wall = self.answered_at - start
         if isinstance(rec, dict) and rec.get("k") == "result" and rec.get("i") == i:
             fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
             if rec.get("ok"):
@@ -835,7 +842,17 @@ class Judge:
     # -- running the tests --------------------------------------------------------------------
 
     def run_call_tests(self, tests: list[dict[str, Any]], first: int) -> bool:
-        """Run ``tests``; False when nothing more can run (compile/import failure)."""
+        """Run ``tests``; False when nothing more can run (compile/import failure).
+
+        Plain calls are asked for ahead, up to the next script test: W answers one after the
+        other without waiting for J between tests. A test's time runs from the previous answer
+        (when W turned to it) or, for the first one W gets, from the request; its deadline is
+        that start plus the timeout. A worker that dies or is killed takes its queued requests
+        with it: the next one gets them again.
+        """
+        queued_on: Worker | None = None  # the worker holding requests up to ``queued``
+        queued = 0
+        start = time.monotonic()
         for offset, payload in enumerate(tests):
             i = first + offset
             if time.monotonic() >= self.budget_end:
@@ -843,8 +860,19 @@ class Judge:
                 continue
             if "script" in payload:
                 fields = self.run_script(i, payload)
+            elif (problem := self.ensure_worker()) is not None:
+                fields = {"ok": False, "error": {"type": "ImportError", "msg": problem},
+                          "why": problem}  # fmt: skip
             else:
-                fields = self.call(i, payload, time.monotonic() + self.timeout)
+                w = self.worker
+                assert w is not None
+                if queued_on is not w or queued <= offset:
+                    queued_on, queued, start = w, offset, time.monotonic()
+                    while queued < len(tests) and "script" not in tests[queued]:
+                        w.send(_call_request(first + queued, tests[queued]))
+                        queued += 1
+                fields = self.await_call(w, i, start, start + self.timeout)
+                start = self.answered_at  # W turned to the next test then
             if fields.get("why") in ("compile", "import"):
                 if fields["why"] == "import":
                     self.ch.emit("import", ok=False, error=self.import_error)
