@@ -139,11 +139,12 @@ def shared_sandbox(backend: str = "local") -> Sandbox:
             sb = make_sandbox(backend)
             _SANDBOXES[backend] = sb
             if len(_SANDBOXES) == 1:
-                atexit.register(_close_all)
+                atexit.register(close_shared_sandboxes)
         return sb
 
 
-def _close_all() -> None:
+def close_shared_sandboxes() -> None:
+    """Close the process-wide sandboxes (done at exit; the next use starts new ones)."""
     with _LOCK:
         for sb in _SANDBOXES.values():
             try:
