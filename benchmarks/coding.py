@@ -12,13 +12,14 @@ env, all envs sharing one sandbox, as a trainer's rollout threads would; the san
 many programs at once as there are threads stepping.
 
 Three measures per row: steps/s on the wall clock (it depends on whatever else the machine is
-running); CPU time per step summed over the processes involved (this one, the sandbox's
-zygote and every process it forks and reaps, or the baseline's subprocesses), from which
-"steps/s if the cores were free" = cores / CPU per step; and the whole machine's busy time
-per step (/proc/stat), which also counts what no process of ours is charged for (the kernel
-threads tearing down network namespaces and cgroups, the runs' ``sleep`` inits, which the
-kernel reaps itself) and, on a shared machine, everyone else's work: an upper bound, close to
-the truth only when the load average (printed before and after) is about ``--workers``.
+running); CPU time per step of every process involved (this one, the sandbox's zygote and
+every process it starts, the runs' inits included, or the baseline's subprocesses: from a
+cpuacct cgroup put around this process, as root; else getrusage of this process and the ones
+it reaped, which misses the runs' inits), from which "steps/s if the cores were free" = cores
+/ CPU per step; and the whole machine's busy time per step (/proc/stat), which also counts
+the kernel threads that tear down each run's network namespace and cgroups and, on a shared
+machine, everyone else's work: an upper bound, close to the truth only when the load average
+(printed before and after) is about ``--workers``.
 
 Run: python benchmarks/coding.py [--seconds 10] [--workers 2] [--rows call,grpo,stdio]
 """
@@ -35,6 +36,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from _cpumeter import CpuMeter
 
 import llmgym
 from llmgym.envs.coding import CodingEnv
@@ -58,7 +61,15 @@ def task_ids(families: list[str], n: int, group: int) -> list[str]:
     return [task_id for task_id in ids for _ in range(group)]
 
 
+METER: CpuMeter | None = None
+"""Set by main(): the cgroup put around this process (and what it starts)."""
+
+
 def _cpu() -> float:
+    """CPU seconds of this process and everything it started (see the module docstring)."""
+    seconds = METER.seconds() if METER is not None else None
+    if seconds is not None:
+        return seconds
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
@@ -181,6 +192,9 @@ def main() -> None:
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     load_before = os.getloadavg()[0]
+    global METER
+    METER = CpuMeter()  # before any sandbox: its run cgroups then nest under this one
+    how = "a cpuacct cgroup" if METER.seconds() is not None else "getrusage"
     rows = []
     for key in args.rows.split(","):
         label, families, group = ROWS[key]
@@ -190,10 +204,12 @@ def main() -> None:
         ours = llmgym_rate(ids, args.seconds, args.workers, cache, families)
         rows.append((f"{label}: a fresh subprocess per test (baseline)", base, base))
         rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, base))
+    METER.close()
     print(
         f"llmgym {llmgym.__version__}: {args.workers} thread(s) each stepping its own env, one "
         f"sandbox shared; {cores} cores; load average {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after; {args.seconds:g} s per row; 10 hidden tests per task\n"
+        f"{os.getloadavg()[0]:.1f} after; {args.seconds:g} s per row; 10 hidden tests per task; "
+        f"CPU of our processes from {how}\n"
     )
     print("| reset + oracle step | steps/s (wall) | CPU ms/step | machine CPU ms/step "
           "| steps/s if the cores were free | vs baseline | failed |")  # fmt: skip
