@@ -194,6 +194,7 @@ class CgroupManager:
         self._bases: dict[str, str] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count()
+        self._memsw: bool | None = None
         self._pidns = _pid_namespace()
         # r<pid>@<pid namespace>-<n>: whose runs these are, for the sweep of the dead's.
         self._prefix = f"r{os.getpid()}@{self._pidns}-"
@@ -295,7 +296,9 @@ class CgroupManager:
             limit = memory_mb << 20
             if "memory" in dirs:
                 _write(dirs["memory"] + "/memory.limit_in_bytes", str(limit))
-                if os.path.exists(dirs["memory"] + "/memory.memsw.limit_in_bytes"):
+                if self._memsw is None:  # swap accounting: the kernel has it or not, for good
+                    self._memsw = os.path.exists(dirs["memory"] + "/memory.memsw.limit_in_bytes")
+                if self._memsw:
                     try:
                         _write(dirs["memory"] + "/memory.memsw.limit_in_bytes", str(limit))
                     except OSError:

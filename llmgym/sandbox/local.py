@@ -480,6 +480,8 @@ class _Supervisor:
         later waited all of its ``run_delay`` in the run; the program's own main thread only
         what it waited since ``running``.
         """
+        if self.prog is None and self.prog_fd is not None:
+            self.prog = _pidfd_pid(self.prog_fd)  # looked up when first needed: rarely
         if self.prog is None:
             return 0.0
         tids: list[int] = self.cg_run.tasks() if self.cg_run is not None else []
@@ -565,7 +567,6 @@ class _Supervisor:
                             self.t_running = float(msg.get("t", now))
                             self.prog_waited = float(msg.get("waited", 0.0))
                             self.prog_fd = fds.pop(0)
-                            self.prog = _pidfd_pid(self.prog_fd)
                             sel.register(self.prog_fd, selectors.EVENT_READ, "prog")
                             limit_at = deadline = self.t_running + lim.wall_time_s
                             cap = self.t_running + lim.wall_time_s * (1 + STARVATION_CREDIT)
