@@ -122,11 +122,15 @@ def no_leftovers() -> Iterator[None]:
     mounts = _mounts()
     pipes = _our_fds("pipe:")
     yield
-    # Sandboxes that live until exit (the coding judge's, when other suites ran in this
-    # process) are closed as the exit would close them: their zygotes are not leftovers.
+    # Processes that live until exit when other suites ran in this process (the coding
+    # judge's sandboxes, the math verifier's sympy workers) are closed as the exit would
+    # close them: they are not leftovers.
     harness = sys.modules.get("llmgym.envs.coding.harness")
     if harness is not None:
         harness.close_shared_sandboxes()
+    sympy_workers = sys.modules.get("llmgym.rewards._math_sympy")
+    if sympy_workers is not None:
+        sympy_workers.shutdown()
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) and time.monotonic() < deadline:
         time.sleep(0.1)
