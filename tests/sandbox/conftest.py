@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
@@ -97,15 +98,22 @@ def local_sandbox() -> Iterator[Sandbox]:
 _docker_error: list[str] = []
 
 
+def _no_docker(reason: str) -> NoReturn:
+    """Skip, saying why; CI sets LLMGYM_REQUIRE_DOCKER=1 so that a missing daemon fails instead."""
+    if os.environ.get("LLMGYM_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"{reason} (LLMGYM_REQUIRE_DOCKER=1)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def docker_sandbox() -> Iterator[Sandbox]:
     if _docker_error:
-        pytest.skip(_docker_error[0])
+        _no_docker(_docker_error[0])
     try:
         sb = get_sandbox("docker", pool_size=2)
     except BackendUnavailable as exc:
         _docker_error.append(f"docker backend unavailable: {exc}")
-        pytest.skip(_docker_error[0])
+        _no_docker(_docker_error[0])
     yield sb
     sb.close()
 
