@@ -15,9 +15,10 @@ What it covers
 --------------
 - Isolation, local backend: every run gets its own pid, mount, network, IPC namespaces (uts and,
   when not root, user namespaces are shared with the zygote); a read-only root holding only
-  /usr, /lib*, /bin, the Python installation and what you add with ``ro_paths``; a fresh
-  private /tmp and /dev/shm (tmpfs, bounded by ``memory_mb``), a fresh /proc that shows the
-  run's processes only; a cleared environment; uid 65534, no capabilities, no-new-privs; a
+  /usr, /lib*, /bin, the Python installation (a virtual environment's with it) and what you
+  add with ``ro_paths`` (those below the host's /tmp or /dev/shm reappear, read-only, in each
+  run's own); a fresh private /tmp and /dev/shm (tmpfs, bounded by ``memory_mb``), a fresh
+  /proc that shows the run's processes only; a cleared environment; uid 65534, no capabilities, no-new-privs; a
   seccomp filter (ptrace, mount, namespaces, kernel modules, bpf, perf, io_uring, keyrings,
   AF_VSOCK/netlink/packet sockets... see ``_seccomp``); rlimits (CPU, file size, core, fds);
   cgroups v1 or v2 for memory, process count and CPU accounting. No network unless

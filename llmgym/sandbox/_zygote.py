@@ -232,6 +232,15 @@ def _write_etc(root: str, cfg: dict[str, Any]) -> None:
         _bind("/oldroot/etc/" + name, f"{etc}/{name}")
 
 
+HOST_STASH = "/.llmgym-host"
+"""Where host paths below /tmp or /dev/shm are bound in the zygote's root (read-only)."""
+RUN_TMPFS = ("/tmp", "/dev/shm")
+
+
+def _under_run_tmpfs(path: str) -> bool:
+    return any(path.startswith(point + "/") for point in RUN_TMPFS)
+
+
 def build_root(cfg: dict[str, Any]) -> None:
     """Pivot into a fresh read-only root holding only what the runtimes need."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -242,7 +251,11 @@ def build_root(cfg: dict[str, Any]) -> None:
     os.chdir("/")
     mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
     for path in cfg["binds"]:
-        _bind("/oldroot" + path, "/newroot" + path)
+        # Each run mounts a fresh /tmp and /dev/shm, which would hide what lies below them (a
+        # virtual environment in /tmp, say): such paths wait under HOST_STASH and each run
+        # binds them back into its own /tmp (_setup_run_namespaces).
+        stash = HOST_STASH if _under_run_tmpfs(path) else ""
+        _bind("/oldroot" + path, "/newroot" + stash + path)
     _write_etc("/newroot", cfg)
     # /dev: a few safe device nodes, each a read-only bind of the host's node.
     os.makedirs("/newroot/dev", exist_ok=True)
@@ -588,6 +601,27 @@ def _setup_run_namespaces(cfg: dict[str, Any]) -> None:
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for path in cfg["binds"]:
+        if _under_run_tmpfs(path) and os.path.lexists(HOST_STASH + path):
+            _rebind_host_path(HOST_STASH + path, path)
+
+
+def _rebind_host_path(stash: str, path: str) -> None:
+    """Show a stashed host path at its own place in this run's /tmp or /dev/shm, read-only.
+
+    The folders made on the way belong to root, and /tmp is sticky: the program can neither
+    remove nor rename them.
+    """
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    if os.path.islink(stash):
+        os.symlink(os.readlink(stash), path)
+        return
+    if os.path.isdir(stash):
+        os.mkdir(path, 0o755)
+    else:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+    # A bind of a read-only mount is read-only too (and MS_REC keeps its read-only submounts).
+    mount(stash, path, None, MS_BIND | MS_REC)
 
 
 def _resize_tmp(size_mb: int) -> None:

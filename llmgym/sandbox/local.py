@@ -783,6 +783,10 @@ def _host_binds(python: str, extra: Sequence[str]) -> list[str]:
     paths = [p for p in _ROOT_BINDS if os.path.lexists(p)]
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(python)]
     candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(python))))
+    # A virtual environment's interpreter: its pyvenv.cfg and site-packages come too.
+    for venv in (os.path.dirname(python), os.path.dirname(os.path.dirname(python))):
+        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+            candidates.append(venv)
     candidates += [os.path.abspath(p) for p in extra]
     for p in candidates:
         p = os.path.normpath(p)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 
 import gymnasium
@@ -124,6 +126,39 @@ def test_fresh_interpreter_path_matches_fast_path() -> None:
         assert bad.status == "compile_error" and "SyntaxError" in bad.compile_output
         crash = fresh.run(code="raise KeyError(1)", limits=FAST)
         assert crash.exit_code == 1 and "KeyError: 1" in crash.stderr
+
+
+def test_interpreter_and_paths_below_tmp_stay_visible_to_runs(tmp_path) -> None:
+    """Every run gets a fresh /tmp; a virtual environment or an ro_path below the host's /tmp
+    must still be there, read-only, for both Python paths."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "facts.txt").write_text("kept\n")
+    probe = (
+        "import sys, pathlib\n"
+        f"print(sys.prefix, pathlib.Path({str(data / 'facts.txt')!r}).read_text(), end='')\n"
+        "import os; print(sorted(os.listdir('/tmp')))\n"
+        f"try:\n    open({str(data / 'new.txt')!r}, 'w')\n"
+        "except OSError as exc:\n    print(exc.strerror)\n"
+    )
+    for fast_path in (False, True):
+        with get_sandbox(
+            "local", python=str(venv / "bin" / "python"), fast_path=fast_path, ro_paths=[data]
+        ) as sb:
+            res = sb.run(code=probe, limits=FAST)
+            assert res.ok, res
+            first, listing, error = res.stdout.splitlines()
+            prefix, kept = first.split(" ")
+            assert prefix == str(venv)
+            assert kept == "kept"
+            assert listing == str(sorted(["main.py", tmp_path.parts[2]]))
+            assert error == "Read-only file system"
+            again = sb.run(code="import os; print(sorted(os.listdir('/tmp')))", limits=FAST)
+            assert again.stdout == f"{listing}\n", "state left behind"
+    assert sorted(p.name for p in data.iterdir()) == ["facts.txt"]
 
 
 def test_network_opt_in_reaches_host_loopback(local_sandbox: Sandbox) -> None:
