@@ -9,6 +9,12 @@ in the same run, the methods taking turns in several rounds so that a change of 
 machine falls on all of them alike (absolute times there mean little; the load average is
 printed with the table).
 
+One more row is a reference, not a sandbox: a warm interpreter that forks a child per run and
+nothing else (no isolation at all). It is the floor of every design that gives each run a
+process of its own, which the sandbox must (all of a run's processes end with it, and no run
+sees another's state); its ratio to the subprocess baseline bounds what any such sandbox can
+reach on this machine.
+
 CPU per run counts every process of the method (this one, its subprocesses, the zygote, the
 runs; for the docker pool, its containers), measured by a cpuacct cgroup put around this process
 (root only; "-" otherwise). It does not count kernel threads (a network namespace is torn down
@@ -23,7 +29,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import queue
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -57,6 +65,79 @@ INLINE_TESTS = SOLUTION + HARNESS.replace("from solution import add", "").replac
 LIMITS = Limits(wall_time_s=10, memory_mb=256)
 SUBPROCESS = "subprocess.run (unisolated)"
 DOCKER_RUN = "docker run per execution"
+FORK_FLOOR = "bare fork of a warm interpreter (no isolation)"
+
+# The reference floor of every design that gives each run a process of its own: a warm
+# interpreter forks a child per request, the child execs the code with stdout on a pipe and
+# leaves with os._exit (no interpreter teardown). No namespaces, no cgroups, no seccomp, no
+# limits, no result checks: nothing a sandbox needs, so no sandbox that forks can beat it.
+FORK_SERVER = r"""
+import json, os, struct, sys  # json: preloaded, as the zygote preloads it
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+def read_exact(n):
+    data = b""
+    while len(data) < n:
+        chunk = inp.read(n - len(data))
+        if not chunk:
+            sys.exit(0)
+        data += chunk
+    return data
+while True:
+    code = read_exact(struct.unpack(">I", read_exact(4))[0])
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            sys.stdout = os.fdopen(w, "w")
+            exec(compile(code, "main.py", "exec"), {"__name__": "__main__"})
+            if not sys.stdout.closed:
+                sys.stdout.flush()
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    reply = b"".join(chunks)
+    out.write(struct.pack(">I", len(reply)) + reply)
+    out.flush()
+"""
+
+
+class ForkServers:
+    """One fork server per thread in flight (each serves one request at a time)."""
+
+    def __init__(self, n: int) -> None:
+        self.free: queue.SimpleQueue[subprocess.Popen[bytes]] = queue.SimpleQueue()
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", FORK_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+            for _ in range(n)
+        ]
+        for p in self.procs:
+            self.free.put(p)
+
+    def run(self, code: str) -> bytes:
+        proc = self.free.get()
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            data = code.encode()
+            proc.stdin.write(struct.pack(">I", len(data)) + data)
+            proc.stdin.flush()
+            (n,) = struct.unpack(">I", proc.stdout.read(4))
+            return proc.stdout.read(n)
+        finally:
+            self.free.put(proc)
+
+    def close(self) -> None:
+        for p in self.procs:
+            assert p.stdin is not None
+            p.stdin.close()
+            p.wait()
 
 
 def _containers_cpu(docker_sb: Any) -> float | None:
@@ -126,6 +207,7 @@ def main() -> int:
     py = sys.executable
     meter = CpuMeter()
     load_before = os.getloadavg()
+    forks = ForkServers(workers)
     local = get_sandbox("local")
     fresh = get_sandbox("local", fast_path=False)
     docker: Any = None
@@ -151,9 +233,15 @@ def main() -> int:
             def sub(code: str = code) -> object:
                 return subprocess.run([py, "-c", code], capture_output=True, check=True)
 
+            def fork(code: str = code) -> object:
+                out = forks.run(code)
+                assert out, "the forked child printed nothing"
+                return out
+
             none: Callable[[], float | None] = lambda: 0.0  # noqa: E731
             plan: list[tuple[Method, int, int]] = [
                 (Method(SUBPROCESS, sub, none), 40, 40),
+                (Method(FORK_FLOOR, fork, none), 200, 400),
                 (Method("llmgym local, fast path", sb_fn(local), none), 200, 400),
                 (Method("llmgym local, fresh interpreter", sb_fn(fresh), none), 40, 60),
             ]
@@ -179,6 +267,7 @@ def main() -> int:
                     measure(m, max(2, int(seq * k)), max(workers, int(par * k)), workers, meter)
             tables[work] = [m for m, _, _ in plan]
     finally:
+        forks.close()
         local.close()
         fresh.close()
         if docker is not None:
@@ -195,6 +284,7 @@ def main() -> int:
     order = [
         SUBPROCESS,
         DOCKER_RUN,
+        FORK_FLOOR,
         "llmgym local, fast path",
         "llmgym local, fresh interpreter",
         "llmgym docker pool",

@@ -178,6 +178,7 @@ def cmd_register(args: argparse.Namespace) -> int:
     import llmgym
 
     ids = llmgym.load_spec(args.spec, overwrite=True)
+    violations = 0
     for env_id in ids:
         env = gym.make(env_id)
         status = "ok"
@@ -185,9 +186,13 @@ def cmd_register(args: argparse.Namespace) -> int:
             llmgym.check_env(env, seeds=(0,))
         except AssertionError as e:
             status = f"CONTRACT VIOLATION: {e}"
+            violations += 1
         finally:
             env.close()
         print(f"{env_id}: {status}")
+    if violations:  # a script or CI step must be able to tell
+        print(f"\n{violations} of {len(ids)} env(s) break the contract", file=sys.stderr)
+        return 1
     print(
         f"\nUse them with llmgym.load_spec({str(args.spec)!r}) in Python, or set "
         f"LLMGYM_SPECS={Path(args.spec).resolve()} so that `import llmgym` registers them."

@@ -104,6 +104,17 @@ def test_register_checks_the_spec(spec):
     assert "testcli/YesNo-v0: ok" in out.stdout and "LLMGYM_SPECS" in out.stdout
 
 
+def test_register_exits_1_when_an_env_breaks_the_contract(tmp_path):
+    (tmp_path / "t.jsonl").write_text('{"id": "a", "prompt": "say anything", "answer": ".*"}\n')
+    (tmp_path / "s.yaml").write_text(
+        "envs:\n  - id: testcli/Lax-v0\n    tasks: t.jsonl\n    verifier: regex\n"
+    )
+    out = run_cli("register", str(tmp_path / "s.yaml"))
+    assert out.returncode == 1
+    assert "testcli/Lax-v0: CONTRACT VIOLATION" in out.stdout and "garbage" in out.stdout
+    assert "1 of 1 env(s) break the contract" in out.stderr
+
+
 def test_errors_are_one_line_messages(tmp_path, spec):
     out = run_cli("show", "llm/NoSuchEnv-v0")
     assert out.returncode == 2 and "error:" in out.stderr and "Traceback" not in out.stderr
