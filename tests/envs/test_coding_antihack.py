@@ -7,12 +7,16 @@ with no success and no more reward than an empty program.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from llmgym.envs.coding import CodingEnv
 from llmgym.envs.coding.harness import run_tests
 from llmgym.envs.coding.problem import Problem, render_test
 from llmgym.envs.coding.runner import encode
+
+HOST_BELOW_TMP = sorted({p for p in (sys.prefix, sys.base_prefix) if p.startswith("/tmp/")})
 
 HIDDEN_INPUTS = [424242 + i for i in range(8)]
 
@@ -169,7 +173,11 @@ def test_reading_the_test_files_finds_no_expected_values():
     code = (
         "import gc, os, sys\n"
         "blob = []\n"
-        "paths = [os.path.join(d, f) for d, _, fs in os.walk('/tmp') for f in fs]\n"
+        f"host = {HOST_BELOW_TMP!r}\n"  # a host install below /tmp, shown read-only in every run
+        "paths = []\n"
+        "for d, ds, fs in os.walk('/tmp'):\n"
+        "    ds[:] = [x for x in ds if os.path.join(d, x) not in host]\n"
+        "    paths += [os.path.join(d, f) for f in fs]\n"
         "for pid in ('self', str(os.getppid()), '1'):\n"
         "    for name in ('cmdline', 'environ', 'mem', 'maps'):\n"
         "        paths.append(f'/proc/{pid}/{name}')\n"

@@ -155,7 +155,7 @@ def test_interpreter_and_paths_below_tmp_stay_visible_to_runs(tmp_path) -> None:
             prefix, kept = first.split(" ")
             assert prefix == str(venv)
             assert kept == "kept"
-            shown = {Path(p).parts[2] for p in (sys.prefix, str(tmp_path)) if p.startswith("/tmp/")}
+            shown = _host_names_in_tmp() | {tmp_path.parts[2]}
             assert listing == str(sorted({"main.py"} | shown))
             assert error == "Read-only file system"
             again = sb.run(code="import os; print(sorted(os.listdir('/tmp')))", limits=FAST)
@@ -225,6 +225,11 @@ except OSError as e:
     assert b.stdout.startswith("isolated"), b
 
 
+def _host_names_in_tmp() -> set[str]:
+    """Top-level names in every run's /tmp that a host install below /tmp puts there."""
+    return {Path(p).parts[2] for p in (sys.prefix, sys.base_prefix) if p.startswith("/tmp/")}
+
+
 def test_preloaded_sources_are_warm_in_every_run_and_not_shared_between_runs() -> None:
     source = "import json\nCOUNT = [0]\ndef bump():\n    COUNT[0] += 1\n    return COUNT[0]\n"
     with get_sandbox("local", preload_sources={"llmgym_test_mod": source}) as sb:
@@ -233,8 +238,8 @@ def test_preloaded_sources_are_warm_in_every_run_and_not_shared_between_runs() -
             "import os, sys\n"
             "m = sys.modules['llmgym_test_mod']\n"  # there before the program imports it
             "import llmgym_test_mod\n"
-            "print(m is llmgym_test_mod, m.bump(), m.bump(), os.listdir('/tmp'))\n"
-        )
+            "print(m is llmgym_test_mod, m.bump(), m.bump(), sorted(set(os.listdir('/tmp')) - HOST))\n"
+        ).replace("HOST", repr(_host_names_in_tmp()))
         first, second = sb.run(code=code, limits=FAST), sb.run(code=code, limits=FAST)
         # Each run starts from the zygote's copy: what a run changes stays in that run.
         assert first.stdout == second.stdout == "True 1 2 ['main.py']\n", (first, second)
