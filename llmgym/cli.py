@@ -75,6 +75,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("\n[tools]\n" + json.dumps(info["tools"], indent=2, ensure_ascii=False))
     if info["subtask"]:
         print(f"\n[subtask] {info['subtask']}")
+    metadata = base.episode.task.metadata
+    if metadata:
+        # Metadata may hold the solution (Math-v0's worked answer): values only with --answer.
+        print("\n[metadata]")
+        for key, value in metadata.items():
+            if not args.answer:
+                print(f"{key}: ({type(value).__name__}; --answer shows it)")
+                continue
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            print(f"{key}: {text if len(text) <= 300 else text[:300] + f'... ({len(text)} chars)'}")
     if args.answer:
         print(
             "\n[gold answer]\n"

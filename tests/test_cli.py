@@ -98,6 +98,20 @@ def test_export_tasks_and_sft(spec, tmp_path):
         assert conv["messages"][1]["content"] == {"a": "yes", "b": "no"}[conv["task_id"]]
 
 
+def test_show_by_seed_prints_tools_and_metadata_and_hides_the_gold_unless_asked():
+    out = run_cli("show", "llm/ToolCalling-v0", "--seed", "3")
+    assert out.returncode == 0, out.stderr
+    again = run_cli("show", "llm/ToolCalling-v0", "--seed", "3")
+    assert again.stdout == out.stdout  # the same seed shows the same task
+    assert "[tools]" in out.stdout and '"parameters"' in out.stdout
+    assert "[metadata]" in out.stdout and "db_seed: (int; --answer shows it)" in out.stdout
+    math = run_cli("show", "llm/Math-v0", "--seed", "0")
+    assert "solution: (str; --answer shows it)" in math.stdout
+    assert "The answer is" not in math.stdout
+    shown = run_cli("show", "llm/Math-v0", "--seed", "0", "--answer")
+    assert 'solution: "The answer is' in shown.stdout and "[gold answer]" in shown.stdout
+
+
 def test_register_checks_the_spec(spec):
     out = run_cli("register", spec)
     assert out.returncode == 0, out.stderr

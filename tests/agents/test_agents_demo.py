@@ -36,6 +36,15 @@ def test_quick_demo_improves_on_sft(tmp_path: Path) -> None:
     assert results["grpo"]["success"] >= results["sft"]["success"] + 0.15, results
     assert (tmp_path / "reward_curve.png").stat().st_size > 1000
     assert (tmp_path / "grpo" / "metrics.jsonl").is_file()
+    # It ends with the standard evaluation of both models, their comparison, the training report.
+    assert set(results["reports"]) == {"sft", "grpo", "compare", "training"}
+    for stage in ("sft", "grpo"):
+        summary = json.loads((tmp_path / "eval" / stage / "summary.json").read_text())
+        assert summary["overall"]["success_rate"] == pytest.approx(results[stage]["success"])
+    for name, path in results["reports"].items():
+        html = Path(path).read_text(encoding="utf-8")
+        assert html.lstrip().lower().startswith("<!doctype html")
+        assert name == "training" or "llm/Math-v0" in html
 
 
 def test_demo_arguments_attach_to_any_parser() -> None:

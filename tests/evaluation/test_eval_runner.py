@@ -406,6 +406,12 @@ def test_core_suite_is_valid_and_pins_the_four_domains() -> None:
     assert len({e.seed for e in suite.envs}) == 4
 
 
+def test_the_released_core_suite_never_changes() -> None:
+    """A released suite is frozen: a new one gets a new name (core-v1), never an edit."""
+    released = "7a71fdefaf62b2ee0523cf2412ba905656965691e3ca6ed748dae4138ff68cb6"
+    assert load_suite("core-v0").sha256 == released
+
+
 def test_a_suite_pinning_unregistered_envs_says_which(out: Path, tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text(

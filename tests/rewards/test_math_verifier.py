@@ -396,6 +396,47 @@ def test_worker_timeout_is_real_and_the_pool_recovers() -> None:
     assert pool.call(("ping",), timeout_s=60) == "pong"  # a fresh worker replaced the killed one
 
 
+def test_worker_timeout_holds_in_threads_and_in_an_event_loop() -> None:
+    """No signal.alarm: the timeout is a killed process, so it works off the main thread and
+    inside asyncio (where a stuck call must not block the loop past its budget)."""
+    from llmgym.rewards import _math_sympy
+
+    pool = _math_sympy.get_pool()
+    assert pool.call(("ping",), timeout_s=60) == "pong"
+    elapsed: list[float] = []
+    replies: list[object] = []
+
+    def stuck() -> None:
+        start = time.monotonic()
+        replies.append(pool.call(("sleep", 30), timeout_s=0.5))
+        elapsed.append(time.monotonic() - start)
+
+    thread = threading.Thread(target=stuck)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and replies == [None] and elapsed[0] < 3.0
+
+    async def in_loop() -> tuple[object, float]:
+        start = time.monotonic()
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        reply = await asyncio.to_thread(pool.call, ("sleep", 30), 0.5)
+        task.cancel()
+        assert ticks >= 3  # the loop kept running while the worker was stuck
+        return reply, time.monotonic() - start
+
+    reply, seconds = asyncio.run(in_loop())
+    assert reply is None and seconds < 3.0
+    assert pool.call(("ping",), timeout_s=60) == "pong"
+
+
 def test_sympy_fallback_is_used_and_bounded() -> None:
     # nonlinear inequalities are solved by sympy in the worker
     assert math_equal(r"x^2 < 4", "(-2, 2)", timeout_s=30)
