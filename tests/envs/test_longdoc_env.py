@@ -63,6 +63,24 @@ def test_oracle_full_marks_and_distractors_get_nothing(family: str) -> None:
                 assert result.score == 0.0, (task.id, wrong, result.feedback)
 
 
+@pytest.mark.parametrize("family", ["needle_single", "needle_multiquery"])
+def test_look_alike_distractors_grow_with_difficulty(family: str) -> None:
+    env = _env()
+
+    def look_alikes(difficulty: float) -> list[int]:
+        out = []
+        for index in range(6):
+            task = env.source.build(family, difficulty, index)  # type: ignore[attr-defined]
+            out.append(len(_distractor_answers(task.answer)))
+            document = task.metadata["document"]
+            for wrong in _distractor_answers(task.answer):  # planted in the document itself
+                assert all(part in document for part in wrong.split("; ")), (task.id, wrong)
+        return out
+
+    easy, hard = look_alikes(0.0), look_alikes(1.0)
+    assert min(easy) >= 1 and sum(hard) > sum(easy), (easy, hard)
+
+
 @pytest.mark.parametrize("mode", [{}, {"mode": "tools"}, {"subtask_mode": "sequential"}])
 def test_check_env_in_every_mode(mode: dict[str, Any]) -> None:
     llmgym.check_env(gym.make("llm/LongDoc-v0", length_range=(1024, 8192), **mode))

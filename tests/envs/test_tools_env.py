@@ -154,6 +154,27 @@ def test_tool_messages_and_observation() -> None:
     assert tool_msgs[0]["content"] in obs
 
 
+FORMAT_MARKERS = {
+    "hermes": "<tool_call>",
+    "json": "only a JSON object",
+    "python": "Python call syntax",
+    "openai": "tool_calls field",
+}
+
+
+@pytest.mark.parametrize("call_format", sorted(FORMAT_MARKERS))
+def test_the_prompt_teaches_the_env_s_own_call_format(call_format: str) -> None:
+    env = ToolCallingEnv(call_format=call_format)
+    _, info = env.reset(seed=0, options={"family": "hr_contact", "difficulty": 0.0})
+    system = info["messages"][0]["content"]
+    assert info["messages"][0]["role"] == "system"
+    for fmt, marker in FORMAT_MARKERS.items():
+        assert (marker in system) == (fmt == call_format), (fmt, system)
+    # and a call written the way the prompt says is the way the env reads it
+    _, _, terminated, _, info = env.step(env.oracle_action())
+    assert not terminated and any(m["role"] == "tool" for m in info["messages"])
+
+
 def test_hermes_observation_uses_tool_response_tags() -> None:
     env = ToolCallingEnv()
     env.reset(seed=0, options={"family": "hr_contact", "difficulty": 0.0})
