@@ -533,17 +533,28 @@ def _reap(pid: int, *, kill: bool) -> _Reaped:
             except OSError:
                 pass
     else:
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
+        # Half a second to exit on its own: woken by its pidfd the moment it does (its pipes
+        # close before it becomes a zombie, so polling wait4 would mostly find it still there).
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # already reaped, or no pidfd: wait4 below tells which
+            pidfd = -1
+        if pidfd >= 0:
             try:
-                done, status, ru = os.wait4(pid, os.WNOHANG)
-            except ChildProcessError:
-                return _Reaped(None, 0.0, 0.0)
-            if done:
-                _kill_group(pid)
-                return _Reaped(status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
-            time.sleep(0.001)
-        return _reap(pid, kill=True)
+                deadline = time.monotonic() + 0.5
+                while not select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                    if time.monotonic() >= deadline:
+                        return _reap(pid, kill=True)
+            finally:
+                os.close(pidfd)
+        try:
+            done, status, ru = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            return _Reaped(None, 0.0, 0.0)
+        if not done:
+            return _reap(pid, kill=True)
+        _kill_group(pid)
+        return _Reaped(status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
     try:
         _, status, ru = os.wait4(pid, 0)
     except ChildProcessError:

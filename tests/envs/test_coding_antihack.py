@@ -343,3 +343,21 @@ def test_stdio_programs_cannot_echo_hidden_inputs_into_the_feedback():
     text = obs + str(info["exec"]) + info["feedback"]
     assert str(marker)[:6] not in text and "seen 1" in text
     assert reward <= 0 and not info["is_success"]
+
+
+def test_a_worker_that_will_not_exit_is_killed_and_its_answers_stand(env):
+    # Right answers, then, at the end of the requests, the worker's own exit is replaced: it
+    # closes its pipes to the judge and sleeps. The judge waits half a second for it to go.
+    code = (
+        "import os, time\n"
+        "def _linger(code):\n"
+        "    for fd in (1, 2, 4):\n"
+        "        os.close(fd)\n"
+        "    time.sleep(30)\n"
+        "os._exit = _linger\n"
+        "def secret(n):\n"
+        "    return n * 7919 + 13\n"
+    )
+    reward, info = grade(env, code)
+    assert info["exec"]["pass_rate"] == 1.0 and info["is_success"]
+    assert 0.5 <= info["exec"]["measured"]["sandbox"]["wall_time_s"] < 3.0
