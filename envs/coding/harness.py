@@ -22,10 +22,13 @@ import inspect
 import json
 import marshal
 import secrets
+import signal
 import struct
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +39,7 @@ from llmgym.envs.coding.runner import decode
 from llmgym.rewards.coding import ExecFacts, compare_output, static_facts, values_equal
 from llmgym.sandbox import LANGUAGES as SANDBOX_LANGUAGES
 from llmgym.sandbox import ExecResult, Limits, Sandbox, get_sandbox
+from llmgym.sandbox.base import RunSession, SessionIO, make_request
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 COMPILE_TIMEOUT_S = 30.0
@@ -420,6 +424,39 @@ def run_tests_many(
 ) -> list[Verdict]:
     """Grade many programs with the sandbox's ``run_many`` (its concurrency, order kept)."""
     sb = sandbox or shared_sandbox()
+    direct = [i for i, sub in enumerate(submissions) if _direct(sub, sb)]
+    if len(direct) == len(submissions):
+        if len(direct) == 1:
+            return [_grade_direct(sb, submissions[0])]
+        workers = min(sb.max_concurrency, len(direct))
+        with ThreadPoolExecutor(workers, thread_name_prefix="llmgym-judge") as pool:
+            return list(pool.map(lambda sub: _grade_direct(sb, sub), submissions))
+    if direct:  # a mix: each kind its own way, in the given order
+        rest = [i for i in range(len(submissions)) if i not in set(direct)]
+        out: list[Verdict | None] = [None] * len(submissions)
+        for idx, verdict in zip(
+            direct, run_tests_many([submissions[i] for i in direct], sandbox=sb), strict=True
+        ):
+            out[idx] = verdict
+        for idx, verdict in zip(
+            rest, _run_in_judge([submissions[i] for i in rest], sb), strict=True
+        ):
+            out[idx] = verdict
+        return [v for v in out if v is not None]
+    return _run_in_judge(submissions, sb)
+
+
+def _grade_direct(sb: Sandbox, sub: Submission) -> Verdict:
+    try:
+        return _DirectJudge(sb, sub.problem, sub.code).grade()
+    except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
+        return failed_verdict(
+            "sandbox_error", sub.language, sub.problem, f"the sandbox failed: {e!r}"
+        )
+
+
+def _run_in_judge(submissions: Sequence[Submission], sb: Sandbox) -> list[Verdict]:
+    """Grade with the judge J inside each sandbox run (every kind of task, every backend)."""
     nonces = [secrets.token_hex(16) for _ in submissions]
     try:
         judge = judge_program(sb)
@@ -504,6 +541,18 @@ def _judge(problem: Problem, res: ExecResult, nonce: str, language: str) -> Verd
         "cpu_time_s": res.cpu_time_s,
         "peak_memory_mb": res.peak_memory_mb,
     }
+    return _verdict(problem, records, broken, res, sandbox_facts, language)
+
+
+def _verdict(
+    problem: Problem,
+    records: list[dict[str, Any]],
+    broken: str,
+    res: ExecResult,
+    sandbox_facts: dict[str, Any],
+    language: str,
+) -> Verdict:
+    """The verdict from the judge's records (J's, or this process's own in direct mode)."""
     if res.status == "sandbox_error" and not records:
         return replace(
             failed_verdict("sandbox_error", language, problem, res.detail or "sandbox error"),
@@ -808,3 +857,348 @@ def select_tests(problem: Problem, functions: Sequence[str]) -> Problem:
     wanted = set(functions)
     tests = tuple(t for t in problem.tests if t.get("fn") in wanted)
     return replace(problem, tests=tests)
+
+
+# --- direct mode: the judge's loop in this process ----------------------------------------------
+
+DIRECT_CALLS = True
+"""Grade plain call tests in direct mode where the sandbox supports it (see :func:`_direct`)."""
+
+_LOADING = "loading"
+_RUNNING = "running"
+_DONE = "done"
+_EXIT_GRACE_S = 0.5
+
+
+def _direct(sub: Submission, sb: Sandbox) -> bool:
+    """Whether ``sub`` is graded in direct mode: plain call tests of a Python function, no
+    special judge, no static facts asked, on a sandbox that can hold a conversation."""
+    problem = sub.problem
+    return (
+        DIRECT_CALLS
+        and getattr(sb, "supports_sessions", False)
+        and sub.language == "python"
+        and problem.kind == "call"
+        and problem.judge is None
+        and not sub.static
+        and not any("script" in t for t in problem.tests)
+    )
+
+
+class _DirectJudge:
+    """J's loop for plain call tests, run in this process instead of inside the sandbox.
+
+    Each sandbox run's only process is the worker W (:func:`runner.serve_calls`): it compiles
+    and imports the candidate, then answers call requests read from stdin on the result
+    channel. This side sends the visible tests' requests once W reports its import, the
+    hidden ones once every visible test is answered and the output printed so far is read;
+    it times each test from the previous answer (or the requests) to its own answer, kills
+    the run when a test passes its timeout, and starts another run for the tests left after
+    a timeout, a crash or anything W sends out of turn. It writes the records J would, so
+    the verdict is made by the same code (:func:`_verdict`).
+
+    What W sends is the candidate's to forge (it runs in W's process): an answer counts only
+    as the value returned for the test this side is waiting for, and the timing, the kills,
+    the memory and CPU figures (the run's cgroup) are this side's or the kernel's.
+    """
+
+    def __init__(self, sb: Sandbox, problem: Problem, code: str) -> None:
+        self.sb, self.problem = sb, problem
+        limits = problem.limits
+        self.timeout = float(limits["timeout_s"])
+        self.budget_s = float(limits.get("budget_s") or (self.timeout * 4 + 2))
+        self.memory_mb = int(limits["memory_mb"])
+        tests = _encoded_tests(problem)
+        self.max_reply = int(tests["per_test"])
+        self.requests = [
+            json.dumps({"i": i, **_payload(t, "call")}, ensure_ascii=True).encode()
+            for i, t in enumerate(problem.visible + problem.hidden)
+        ]
+        self.n, self.n_visible = len(self.requests), len(problem.visible)
+        self.code = code
+        self.records: list[dict[str, Any]] = [
+            {"k": "start", "mode": "call", "visible": self.n_visible}
+        ]
+        self.next = 0  # the next test to answer
+        self.visible_done = False  # the visible phase's output record is written
+        self.stopped = False  # the candidate cannot load: no more runs
+        self.budget_end = 0.0
+        self.vis_out = self.vis_err = b""  # the visible phase's output in runs that ended in it
+        self.hidden_bytes = 0
+        self.cpu = 0.0
+        self.peak_mb = 0.0
+        self.runs: list[ExecResult] = []
+        self.limit: ExecResult | None = None
+
+    # -- records --------------------------------------------------------------------------------
+
+    def test_record(self, i: int, fields: dict[str, Any]) -> None:
+        hidden = i >= self.n_visible
+        if hidden and isinstance(fields.get("error"), dict):
+            fields["error"] = {"type": fields["error"].get("type", "Exception")}
+        self.records.append({"k": "test", "i": i, "phase": "hidden" if hidden else "visible",
+                             **fields})  # fmt: skip
+        self.next = i + 1
+
+    def output_record(self, phase: str, out: bytes, err: bytes) -> None:
+        visible = phase == "visible"
+        self.records.append({
+            "k": "output", "phase": phase,
+            "stdout": out[-_TAIL * 2 :].decode("utf-8", "replace") if visible else "",
+            "stderr": err[-_TAIL * 2 :].decode("utf-8", "replace") if visible else "",
+            "bytes": len(out) + len(err),
+        })  # fmt: skip
+
+    # -- the runs -------------------------------------------------------------------------------
+
+    def grade(self) -> Verdict:
+        job = {"mode": "calls", "source": "solution.py", "memory_mb": self.memory_mb}
+        boot, judge_files = judge_program(self.sb)
+        first = True
+        while not self.stopped and self.next < self.n:
+            if not first and time.monotonic() >= self.budget_end:
+                while self.next < self.n:
+                    self.test_record(self.next, {"ok": False, "error": {"type": "budget"},
+                                                 "why": "budget"})  # fmt: skip
+                break
+            session = _CallsRun(self, first)
+            left = self.budget_s if first else max(0.0, self.budget_end - time.monotonic())
+            request = make_request(
+                boot,
+                files={"solution.py": self.code, **judge_files},
+                stdin=_part(job),
+                limits=Limits(
+                    wall_time_s=left + _SLACK_S,
+                    memory_mb=self.memory_mb + 256,
+                    max_output_bytes=max(_PRINT_CAP, self.n * (self.max_reply + (16 << 10))),
+                ),
+            )
+            res = self.sb.execute(request, session=session)
+            self.runs.append(res)
+            self.cpu += res.cpu_time_s
+            self.peak_mb = max(self.peak_mb, res.peak_memory_mb)
+            if res.status == "sandbox_error" and not session.heard:
+                break  # the sandbox failed, not the program: say so rather than retry
+            session.ended(res)
+            if session.failure is None and res.status not in ("ok", "runtime_error"):
+                self.limit = self.limit or res  # a limit the sandbox itself enforced
+            first = False
+        if self.visible_done and not self.stopped:
+            self.records.append({"k": "output", "phase": "hidden", "stdout": "", "stderr": "",
+                                 "bytes": self.hidden_bytes})  # fmt: skip
+        self.records.append({"k": "usage", "cpu_s": round(self.cpu, 6),
+                             "peak_mb": round(self.peak_mb, 3)})  # fmt: skip
+        self.records.append({"k": "end"})
+        last = self.runs[-1]
+        facts = {
+            "status": last.status,
+            "wall_time_s": round(sum(r.wall_time_s for r in self.runs), 6),
+            "cpu_time_s": round(self.cpu, 6),
+            "peak_memory_mb": round(self.peak_mb, 3),
+            "runs": len(self.runs),
+        }
+        if last.status == "sandbox_error" and not any(r["k"] == "test" for r in self.records):
+            return replace(
+                failed_verdict("sandbox_error", "python", self.problem,
+                               last.detail or "sandbox error"),
+                sandbox=facts,
+            )  # fmt: skip
+        # The runs this side killed are not the program's doing: only a limit the sandbox
+        # enforced (or its failure) speaks for the program in the verdict's status and detail.
+        summary = self.limit or (last if last.status == "sandbox_error" else None)
+        if summary is None:
+            summary = replace(last, status="ok", detail="")
+        return _verdict(self.problem, self.records, "", summary, facts, "python")
+
+
+class _CallsRun(RunSession):
+    """One sandbox run of direct mode: the conversation with its worker."""
+
+    def __init__(self, judge: _DirectJudge, first: bool) -> None:
+        self.j, self.first = judge, first
+        self.state: str | None = _LOADING
+        self.buf = b""
+        self.start = 0.0  # when the test being waited for began (see _DirectJudge)
+        self.phase_end = 0  # the test after the last one asked for
+        self.out_mark = (0, 0)  # stdout/stderr bytes of this run before the hidden phase
+        self.failure: dict[str, Any] | None = None  # why this side killed the run
+        self.heard = False
+
+    # -- RunSession ------------------------------------------------------------------------------
+
+    def on_start(self, io: SessionIO) -> None:
+        now = time.monotonic()
+        if self.first:
+            self.j.budget_end = now + self.j.budget_s
+        self.deadline = min(now + self.j.timeout, self.j.budget_end)
+
+    def on_result(self, data: bytes, io: SessionIO) -> None:
+        self.heard = True
+        if self.state not in (_LOADING, _RUNNING):
+            return
+        self.buf += data
+        while self.state in (_LOADING, _RUNNING):
+            nl = self.buf.find(b"\n")
+            if nl < 0:
+                if len(self.buf) > self.j.max_reply + 256:
+                    self.fail(io, {"ok": False, "error": {"type": "value too large"},
+                                   "why": "overflow"})  # fmt: skip
+                return
+            line, self.buf = self.buf[:nl], self.buf[nl + 1 :]
+            try:
+                rec = json.loads(line)
+            except (ValueError, RecursionError):
+                rec = None
+            self.handle(rec if isinstance(rec, dict) else None, io)
+
+    def on_timer(self, io: SessionIO) -> None:
+        if self.state == _DONE:
+            io.kill()  # it would not exit on its own: what it answered stands
+        elif self.state == _LOADING:
+            self.loading_failed(io, "import timeout", "timeout")
+        elif self.state == _RUNNING:
+            self.fail(io, {"ok": False, "error": {"type": "timeout"}, "why": "timeout"})
+        self.deadline = None
+
+    # -- the protocol -------------------------------------------------------------------------------
+
+    def handle(self, rec: dict[str, Any] | None, io: SessionIO) -> None:
+        j = self.j
+        now = time.monotonic()
+        kind = rec.get("k") if rec is not None else None
+        if self.state == _LOADING:
+            if rec is not None and kind == "compile" and rec.get("ok"):
+                return
+            if rec is not None and kind == "compile":
+                j.records.append({"k": "compile", "ok": False,
+                                  "error": str(rec.get("error", ""))[-_TAIL * 2 :]})  # fmt: skip
+                j.stopped = True
+                self.stop(io)
+            elif rec is not None and kind == "import" and rec.get("ok"):
+                self.state = _RUNNING
+                self.ask(io, now)
+            elif rec is not None and kind == "import":
+                err = _as_dict(rec.get("error"))
+                error: dict[str, Any] = {"type": str(err.get("type", "Exception"))}
+                if j.next < j.n_visible or (not j.n_visible and not j.visible_done):
+                    error.update(msg=str(err.get("msg", ""))[:2000],
+                                 tb=str(err.get("tb", ""))[-_TAIL * 2 :])  # fmt: skip
+                self.loading_failed(io, "import", None, error)
+            else:
+                self.loading_failed(io, "protocol", None)
+            return
+        if self.state != _RUNNING:
+            return
+        i = j.next
+        if rec is None or kind != "result" or rec.get("i") != i:
+            self.fail(io, {"ok": False, "error": {"type": "protocol", "msg": "unexpected reply"},
+                           "why": "protocol"})  # fmt: skip
+            return
+        fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(now - self.start, 6)}
+        if rec.get("ok"):
+            fields["value"] = rec.get("value")
+        else:
+            fields["error"] = _as_dict(rec.get("error"))
+        if isinstance(rec.get("m"), (int, float)):
+            fields["mem_mb"] = rec["m"]
+        j.test_record(i, fields)
+        self.start = now
+        self.deadline = min(now + j.timeout, j.budget_end)
+        if j.next >= self.phase_end:
+            self.ask(io, now)
+
+    def ask(self, io: SessionIO, now: float) -> None:
+        """Send the requests of the phase the next test is in; close stdin after the last."""
+        j = self.j
+        if j.next >= j.n_visible and not j.visible_done:
+            out, err = io.outputs()  # everything printed before any hidden input went in
+            j.output_record("visible", j.vis_out + out, j.vis_err + err)
+            j.visible_done = True
+            self.out_mark = (len(out), len(err))
+        if j.next >= j.n:
+            self.stop(io)
+            return
+        end = j.n_visible if j.next < j.n_visible else j.n
+        io.send(b"".join(j.requests[k] + b"\n" for k in range(j.next, end)))
+        self.phase_end = end
+        self.start = now
+        self.deadline = min(now + j.timeout, j.budget_end)
+
+    def stop(self, io: SessionIO) -> None:
+        """Nothing more to ask: W reads EOF and exits; half a second later it is killed."""
+        self.state = _DONE
+        self.deadline = time.monotonic() + _EXIT_GRACE_S
+        io.close_input()
+
+    def fail(self, io: SessionIO, fields: dict[str, Any]) -> None:
+        """The test being waited for failed on this side's account: end the run."""
+        fields["wall_s"] = round(time.monotonic() - self.start, 6)
+        self.j.test_record(self.j.next, fields)
+        self.failure = fields
+        self.state = None
+        self.deadline = None
+        io.kill()
+
+    def loading_failed(
+        self, io: SessionIO, why: str, kind: str | None, error: dict[str, Any] | None = None
+    ) -> None:
+        j = self.j
+        if self.first:  # as J: a program that cannot load at the start is not run further
+            j.records.append({"k": "import", "ok": False,
+                              "error": error or {"type": kind or "exited", "msg": why}})  # fmt: skip
+            j.stopped = True
+        else:  # after a restart: the test it was to run fails, the next gets another run
+            j.test_record(j.next, {"ok": False, "error": {"type": "ImportError", "msg": why},
+                                   "why": why})  # fmt: skip
+        self.failure = {"why": why}
+        self.state = None
+        self.deadline = None
+        io.kill()
+
+    def ended(self, res: ExecResult) -> None:
+        """The run is over; if it ended on its own with a test unanswered, that test failed."""
+        j = self.j
+        if not j.visible_done:
+            j.vis_out += res.stdout_bytes
+            j.vis_err += res.stderr_bytes
+        else:
+            printed = len(res.stdout_bytes) + len(res.stderr_bytes)
+            j.hidden_bytes += printed - sum(self.out_mark)
+        if self.state not in (_LOADING, _RUNNING) or j.stopped or j.next >= j.n:
+            return
+        if self.state == _LOADING:
+            how = _how_it_ended(res)
+            if res.status in ("timeout", "output_limit", "memory_limit"):
+                how = {"timeout": "timed out", "output_limit": "printed too much output",
+                       "memory_limit": "ran out of memory"}[res.status]  # fmt: skip
+            kind = "timeout" if res.status == "timeout" else "exited"
+            if self.first:
+                j.records.append({"k": "import", "ok": False,
+                                  "error": {"type": kind, "msg": f"the program {how} while loading"}})  # fmt: skip
+                j.stopped = True
+            else:
+                why = f"the program {how} while loading"
+                j.test_record(j.next, {"ok": False, "error": {"type": "ImportError", "msg": why},
+                                       "why": why})  # fmt: skip
+            return
+        if res.status == "output_limit":
+            error: dict[str, Any] = {"type": "output limit"}
+            why = "output"
+        elif res.status == "timeout":
+            error, why = {"type": "timeout"}, "timeout"
+        elif res.status == "memory_limit":
+            error, why = {"type": "MemoryError", "msg": "memory limit exceeded"}, "memory"
+        else:
+            error, why = {"type": "exited", "msg": f"the program {_how_it_ended(res)}"}, "exited"
+        j.test_record(j.next, {"ok": False, "error": error, "why": why,
+                               "wall_s": round(time.monotonic() - self.start, 6)})  # fmt: skip
+
+
+def _how_it_ended(res: ExecResult) -> str:
+    if res.signal is not None:
+        try:
+            name = signal.Signals(res.signal).name
+        except ValueError:
+            name = f"signal {res.signal}"
+        return f"was killed by {name}"
+    return f"exited with code {res.exit_code}"

@@ -342,13 +342,17 @@ class _Tail:
 # ----------------------------------------------------------------------------------------------
 
 
+_REPLIES = [4]
+"""The fd W answers on: 4 under a judge J, 3 (the run's result channel) on its own."""
+
+
 def _worker_reply(obj: dict[str, Any]) -> None:
     try:
         line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
     except (ValueError, TypeError, RecursionError) as e:
         line = json.dumps({"k": obj.get("k"), "i": obj.get("i"), "ok": False,
                            "error": {"type": "ValueError", "msg": f"return value: {e}"}})  # fmt: skip
-    _write_all(4, line.encode() + b"\n")
+    _write_all(_REPLIES[0], line.encode() + b"\n")
 
 
 def _error_record(exc: BaseException, skip_frames: int = 1) -> dict[str, Any]:
@@ -407,8 +411,9 @@ def _resolve(module: types.ModuleType, name: str) -> Any:
         return None
 
 
-def _worker_main(job: dict[str, Any]) -> None:
-    """Compile, report static facts, import the candidate, then answer requests until EOF."""
+def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
+    """Compile, report static facts, import the candidate, then answer the requests read from
+    fd ``requests`` until EOF."""
     _default_signals()
     _setup_stdio()
     try:
@@ -435,7 +440,7 @@ def _worker_main(job: dict[str, Any]) -> None:
         os._exit(0)
     _flush()
     _worker_reply({"k": "import", "ok": True})
-    reader = os.fdopen(3, "rb", buffering=1 << 16)
+    reader = os.fdopen(requests, "rb", buffering=1 << 16)
     perf, getrusage, self_ = time.perf_counter, resource.getrusage, resource.RUSAGE_SELF
     for line in reader:
         req = json.loads(line)
@@ -1403,9 +1408,29 @@ def run_special_judge(job: dict[str, Any], ch: Channel) -> None:
             ch.emit("verdict", i=item["i"], ok=False, error=f"{type(e).__name__}: {e}"[:500])
 
 
+def serve_calls(job: dict[str, Any]) -> None:
+    """W on its own, as the run's only process (``mode: "calls"``): the parent is the judge.
+
+    The parent sends the call requests on stdin, one JSON line each (the visible tests, then,
+    once it has their answers and the output they printed, the hidden ones), and reads the
+    answers on the result channel as they come; it times each test, kills the run on a
+    timeout and starts another run for the tests left. The candidate's stdin is /dev/null;
+    what it prints goes to the run's stdout and stderr."""
+    requests = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    _REPLIES[0] = CHANNEL
+    _limit_memory(job, native=False)
+    _worker_main(job, requests)
+
+
 def main() -> None:
     _nondumpable()
     job = _read_part(0)
+    if job.get("mode") == "calls":
+        serve_calls(job)
+        os._exit(0)
     ch = Channel(str(job["nonce"]))
     if job["mode"] == "judge":
         ch.emit("start", mode="judge")

@@ -9,15 +9,22 @@ import posixpath
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from llmgym.sandbox.errors import InvalidRunRequest, SandboxClosed
 from llmgym.sandbox.languages import Language, resolve_language
 from llmgym.sandbox.limits import Limits
 from llmgym.sandbox.result import ExecResult
 
-__all__ = ["RunRequest", "Sandbox", "default_concurrency", "make_request"]
+__all__ = [
+    "RunRequest",
+    "RunSession",
+    "Sandbox",
+    "SessionIO",
+    "default_concurrency",
+    "make_request",
+]
 
 _RUN_KWARGS = ("code", "command", "files", "stdin", "language", "limits", "compile_limits", "env")
 
@@ -43,6 +50,8 @@ class RunRequest:
     """(relative path under /tmp, content, mode)."""
     stdin: bytes = b""
     env: Mapping[str, str] = field(default_factory=dict)
+    session: RunSession | None = field(default=None, compare=False, repr=False)
+    """Talks with the run while it runs (see :meth:`Sandbox.execute`)."""
 
     @property
     def compiled(self) -> bool:
@@ -53,6 +62,46 @@ class RunRequest:
         if self.code is not None:
             out.append((self.language.source, self.code.encode("utf-8", "surrogatepass"), 0o644))
         return out
+
+
+class SessionIO(Protocol):
+    """What a :class:`RunSession` can do to its run."""
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the run's stdin (buffered here; never blocks)."""
+
+    def close_input(self) -> None:
+        """Close the run's stdin once what was sent is written (the program reads EOF)."""
+
+    def kill(self) -> None:
+        """End the run now (SIGKILL to every process of it)."""
+
+    def outputs(self) -> tuple[bytes, bytes]:
+        """The run's stdout and stderr so far, after reading what is waiting in their pipes."""
+
+
+class RunSession:
+    """A conversation with a program while it runs, for the local and docker backends.
+
+    With a session the run's stdin is a pipe: the request's ``stdin`` is written first, then
+    whatever the session sends. Each chunk the program writes on its result channel (fd 3)
+    goes to :meth:`on_result` as it arrives, and :meth:`on_timer` is called once
+    ``time.monotonic()`` passes :attr:`deadline`. The hooks run on the thread that called
+    :meth:`Sandbox.execute`, one at a time, and must not block. The run's limits still
+    apply; the result is the usual :class:`ExecResult` (``result_bytes`` holds the channel).
+    """
+
+    deadline: float | None = None
+    """When :meth:`on_timer` is due (``time.monotonic()``), or ``None``."""
+
+    def on_start(self, io: SessionIO) -> None:
+        """The run was handed to the sandbox (its program may not have started yet)."""
+
+    def on_result(self, data: bytes, io: SessionIO) -> None:
+        """``data``: the next bytes the program wrote on its result channel."""
+
+    def on_timer(self, io: SessionIO) -> None:
+        """:attr:`deadline` has passed; set a new one (or ``None``) not to be called again."""
 
 
 def _clean_path(name: object) -> str:
@@ -170,6 +219,8 @@ class Sandbox(abc.ABC):
     """
 
     backend: str = "abstract"
+    supports_sessions: bool = False
+    """Whether :meth:`execute` takes a ``session`` (a :class:`RunSession`)."""
 
     def __init__(self, *, max_concurrency: int | None = None) -> None:
         if max_concurrency is not None and (
@@ -208,10 +259,26 @@ class Sandbox(abc.ABC):
         )
         return self.execute(request)
 
-    def execute(self, request: RunRequest) -> ExecResult:
-        """Run an already validated :class:`RunRequest`."""
+    def execute(self, request: RunRequest, session: RunSession | None = None) -> ExecResult:
+        """Run an already validated :class:`RunRequest`; with ``session`` (a
+        :class:`RunSession`), talk with the program while it runs."""
         if self._closed:
             raise SandboxClosed(f"this {self.backend} sandbox is closed; create a new one")
+        if session is not None:
+            if not self.supports_sessions:
+                raise InvalidRunRequest(
+                    f"the {self.backend} backend cannot talk with a running program; "
+                    "use the local or docker backend for a session"
+                )
+            if not isinstance(session, RunSession):
+                raise InvalidRunRequest(
+                    f"session expects a RunSession, actual type: {type(session).__name__}"
+                )
+            request = replace(request, session=session)
+        elif request.session is not None and not self.supports_sessions:
+            raise InvalidRunRequest(
+                f"the {self.backend} backend cannot talk with a running program"
+            )
         try:
             return self._execute(request)
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure is a result, not a crash

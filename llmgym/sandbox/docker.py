@@ -431,6 +431,7 @@ class DockerSandbox(Sandbox):
     """
 
     backend = "docker"
+    supports_sessions = True
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from llmgym.sandbox import _seccomp, _zygote
 from llmgym.sandbox._cgroup import CgroupManager, CgroupRun
-from llmgym.sandbox.base import RunRequest, Sandbox
+from llmgym.sandbox.base import RunRequest, RunSession, Sandbox
 from llmgym.sandbox.errors import BackendUnavailable, InvalidRunRequest
 from llmgym.sandbox.limits import Limits
 from llmgym.sandbox.result import ExecResult, Status
@@ -318,6 +318,8 @@ def execute_on(
     cg_compile: CgroupRun | None = None
     compiled = request.compiled
     to_close: list[int] = []
+    stdin_w: int | None = None
+    talk: _Talk | None = None
     ctrl: socket.socket | None = None
     child_fds: list[int] = []
     try:
@@ -335,7 +337,12 @@ def execute_on(
         ctrl, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         give("control", ctrl_child.detach())  # first: the zygote finds it there
         give("payload", _payload_fd(request.all_files()))
-        give("stdin", _stdin_fd(request.stdin))
+        if request.session is None:
+            give("stdin", _stdin_fd(request.stdin))
+        else:  # a pipe this side writes into as the session goes
+            stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+            os.set_blocking(stdin_w, False)
+            give("stdin", stdin_r)
         streams: dict[str, _Stream] = {}
         for name in ("stdout", "stderr", "result"):
             r, w = os.pipe2(os.O_CLOEXEC)
@@ -377,7 +384,12 @@ def execute_on(
             _close_fds(child_fds)
             child_fds = []
         run = _Supervisor(request, ctrl, streams, cg_run, t_submit)
+        if request.session is not None and stdin_w is not None:
+            talk = run.talk = _Talk(run, request.session, stdin_w, request.stdin)
+            stdin_w = None  # the talk closes it
         run.supervise()
+        if talk is not None and talk.error is not None:
+            raise talk.error
         try:
             marker = os.read(status_r, 16)
         except OSError:  # nothing written (BlockingIOError when a writer is still alive)
@@ -386,6 +398,10 @@ def execute_on(
     finally:
         _close_fds(child_fds)
         _close_fds(to_close)
+        if stdin_w is not None:
+            _close_fds([stdin_w])
+        if talk is not None:
+            talk.close_now()
         if ctrl is not None:
             ctrl.close()
         for cg in (cg_run, cg_compile):
@@ -427,6 +443,89 @@ def _pidfd_pid(pidfd: int) -> int | None:
     return None
 
 
+class _Talk:
+    """A :class:`~llmgym.sandbox.base.RunSession` at work: the run's stdin (a pipe written as
+    the session sends) and the hooks, driven by the supervisor's loop."""
+
+    def __init__(self, run: _Supervisor, session: RunSession, stdin_w: int, first: bytes) -> None:
+        self.run, self.session, self.fd = run, session, stdin_w
+        self.pending = bytearray(first)
+        self.closing = False
+        self.closed = False
+        self.error: Exception | None = None  # a hook raised: the run is killed, this re-raised
+
+    # -- SessionIO ----------------------------------------------------------------------------
+
+    def send(self, data: bytes) -> None:
+        if not self.closed and not self.closing:
+            self.pending += data
+
+    def close_input(self) -> None:
+        self.closing = True
+        if not self.pending:
+            self._close()
+
+    def kill(self) -> None:
+        self.run.kill("session")
+
+    def outputs(self) -> tuple[bytes, bytes]:
+        out, err = self.run.streams["stdout"], self.run.streams["stderr"]
+        for s in (out, err):
+            for _ in range(64):  # what is waiting now, not what keeps coming
+                if s.eof:
+                    break
+                size = len(s.buf)
+                try:
+                    passed = s.read()
+                except OSError:
+                    break
+                if passed:
+                    self.run.output_limit_stream = self.run.output_limit_stream or s.name
+                    self.run.kill("output_limit")
+                if len(s.buf) == size:
+                    break
+        return bytes(out.buf), bytes(err.buf)
+
+    # -- the loop's side ----------------------------------------------------------------------
+
+    def write(self) -> None:
+        """Write what is pending, as much as the pipe takes."""
+        try:
+            n = os.write(self.fd, self.pending)
+        except BlockingIOError:
+            return
+        except OSError:  # the program closed its stdin or is gone: nothing more goes in
+            self.pending.clear()
+            self._close()
+            return
+        del self.pending[:n]
+        if not self.pending and self.closing:
+            self._close()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.pending.clear()
+            _close_fds([self.fd])
+
+    def close_now(self) -> None:
+        """The run is over: drop what was never written."""
+        self._close()
+
+    def call(self, hook: str, *args: Any) -> None:
+        if self.error is not None:
+            return
+        try:
+            getattr(self.session, hook)(*args, self)
+        except Exception as exc:  # noqa: BLE001 - raised once the run is over (execute_on)
+            self.error = exc
+            self.kill()
+
+    def due(self, now: float) -> bool:
+        deadline = self.session.deadline
+        return self.error is None and deadline is not None and now >= deadline
+
+
 class _Supervisor:
     """Watches one run from this side: its output, its messages, its limits, its end.
 
@@ -463,6 +562,7 @@ class _Supervisor:
         self.prog_waited = 0.0  # its CPU wait before that
         self.t_prog_end: float | None = None  # when this side saw it end
         self.t_end: float | None = None
+        self.talk: _Talk | None = None  # the request's session, if it has one
 
     def kill(self, reason: str) -> None:
         if self.kill_reason is None:
@@ -511,8 +611,19 @@ class _Supervisor:
         sel.register(self.ctrl, selectors.EVENT_READ, "ctrl")
         dead = ctrl_eof = False
         next_cpu_check = 0.0
+        talk, writing = self.talk, False
+        if talk is not None:
+            talk.call("on_start")
         try:
             while not (dead and ctrl_eof):
+                if talk is not None:  # watch the stdin pipe only while there is something to write
+                    want = bool(talk.pending) and not talk.closed
+                    if want != writing:
+                        if want:
+                            sel.register(talk.fd, selectors.EVENT_WRITE, "stdin")
+                        else:
+                            sel.unregister(talk.fd)
+                        writing = want
                 now = time.monotonic()
                 if now > backstop:
                     if self.kill_reason is None:
@@ -539,16 +650,24 @@ class _Supervisor:
                 timeout = min(backstop, deadline) - now
                 if self.cg_run is not None and self.t_running is not None:
                     timeout = min(timeout, 0.1)
+                if talk is not None and talk.session.deadline is not None:
+                    timeout = min(timeout, talk.session.deadline - now)
                 events = sel.select(max(0.0, min(timeout, 1.0)))
                 now = time.monotonic()
                 for key, _ in events:
                     data = key.data
                     if isinstance(data, _Stream):
+                        size = len(data.buf)
                         if data.read():
                             self.output_limit_stream = self.output_limit_stream or data.name
                             self.kill("output_limit")
                         if data.eof:
                             sel.unregister(data.fd)
+                        if talk is not None and data.name == "result" and len(data.buf) > size:
+                            talk.call("on_result", bytes(data.buf[size:]))
+                    elif data == "stdin":
+                        if talk is not None:
+                            talk.write()
                     elif data == "ctrl":
                         msg, fds = _recv_ctrl(self.ctrl)
                         if msg is None:
@@ -583,6 +702,8 @@ class _Supervisor:
                     elif data == "prog":
                         self.t_prog_end = now
                         sel.unregister(key.fd)
+                if talk is not None and talk.due(now):
+                    talk.call("on_timer")
                 # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per
                 # process).
                 if self.cg_run is not None and self.t_running is not None and now >= next_cpu_check:
@@ -591,6 +712,7 @@ class _Supervisor:
                     if cpu is not None and cpu > lim.cpu_limit_s + 0.05:
                         self.kill("cpu")
             for s in self.streams.values():  # every writer is gone: read what is left
+                size = len(s.buf)
                 while not s.eof:
                     try:
                         if s.read():
@@ -599,6 +721,8 @@ class _Supervisor:
                             break
                     except OSError:
                         break
+                if talk is not None and s.name == "result" and len(s.buf) > size:
+                    talk.call("on_result", bytes(s.buf[size:]))
         finally:
             sel.close()
             _close_fds([fd for fd in (self.pidfd, self.prog_fd) if fd is not None])
@@ -838,6 +962,7 @@ class LocalSandbox(Sandbox):
     """
 
     backend = "local"
+    supports_sessions = True
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from llmgym.envs.coding import CodingEnv
+from llmgym.envs.coding import CodingEnv, harness
 from llmgym.envs.coding.harness import run_tests
 from llmgym.envs.coding.problem import Problem, render_test
 from llmgym.envs.coding.runner import encode
@@ -42,11 +42,16 @@ def _task() -> dict:
     }
 
 
-@pytest.fixture(scope="module")
-def env():
+@pytest.fixture(scope="module", params=["direct", "judge"])
+def env(request):
+    """Both ways of grading call tests: the judge's loop in this process (direct mode, the
+    default for plain calls) and the judge J inside the sandbox run."""
+    old = harness.DIRECT_CALLS
+    harness.DIRECT_CALLS = request.param == "direct"
     e = CodingEnv(tasks=[_task()])
     yield e
     e.close()
+    harness.DIRECT_CALLS = old
 
 
 def grade(env, code: str) -> tuple[float, dict]:
