@@ -11,6 +11,11 @@ The records are checked: the per-run nonce, one ``start``, test records in order
 index twice, and an ``end``; anything else fails the tests it touches. Time is the judge's
 wall clock around each test (outside the candidate's process), CPU time and peak memory are
 the kernel's figures for the candidate's processes.
+
+Plain call tests of a Python function take *direct mode* where the sandbox can hold a session
+(:class:`llmgym.sandbox.base.RunSession`: the local and docker backends): the run's only process
+is the worker (:func:`runner.serve_calls`), and J's loop runs here (:class:`_DirectJudge`),
+writing the records J would. One process fewer per run; the same verdicts.
 """
 
 from __future__ import annotations
@@ -910,10 +915,13 @@ class _DirectJudge:
         self.memory_mb = int(limits["memory_mb"])
         tests = _encoded_tests(problem)
         self.max_reply = int(tests["per_test"])
-        self.requests = [
-            json.dumps({"i": i, **_payload(t, "call")}, ensure_ascii=True).encode()
-            for i, t in enumerate(problem.visible + problem.hidden)
-        ]
+        requests = problem.memo.get("direct_requests")
+        if requests is None:  # made once per problem (a GRPO group grades it many times)
+            requests = problem.memo["direct_requests"] = [
+                json.dumps({"i": i, **_payload(t, "call")}, ensure_ascii=True).encode()
+                for i, t in enumerate(problem.visible + problem.hidden)
+            ]
+        self.requests: list[bytes] = requests
         self.n, self.n_visible = len(self.requests), len(problem.visible)
         self.code = code
         self.records: list[dict[str, Any]] = [
@@ -976,7 +984,9 @@ class _DirectJudge:
             res = self.sb.execute(request, session=session)
             self.runs.append(res)
             self.cpu += res.cpu_time_s
-            self.peak_mb = max(self.peak_mb, res.peak_memory_mb)
+            # As J reports it: the worker's own peak RSS (wait4), where the sandbox has it.
+            rss = res.max_rss_mb if res.max_rss_mb else res.peak_memory_mb
+            self.peak_mb = max(self.peak_mb, rss)
             if res.status == "sandbox_error" and not session.heard:
                 break  # the sandbox failed, not the program: say so rather than retry
             session.ended(res)
@@ -994,7 +1004,7 @@ class _DirectJudge:
             "status": last.status,
             "wall_time_s": round(sum(r.wall_time_s for r in self.runs), 6),
             "cpu_time_s": round(self.cpu, 6),
-            "peak_memory_mb": round(self.peak_mb, 3),
+            "peak_memory_mb": round(max(r.peak_memory_mb for r in self.runs), 3),
             "runs": len(self.runs),
         }
         if last.status == "sandbox_error" and not any(r["k"] == "test" for r in self.records):

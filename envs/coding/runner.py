@@ -13,6 +13,10 @@ Processes inside the run::
               Python program once and forks one fresh process per test)
                 fork -> the test's process (untrusted: fd 0 the test's input, 1-2 pipes to J)
 
+In direct mode (plain call tests, see :mod:`llmgym.envs.coding.harness`) the run holds W alone
+(:func:`serve_calls`): the judge's loop runs in the parent, which talks with W over the run's
+stdin and result channel.
+
 A local sandbox made by :func:`llmgym.envs.coding.harness.make_sandbox` preloads this module
 in its zygote, so a run starts the judge without shipping or loading its code.
 

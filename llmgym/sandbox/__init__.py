@@ -62,6 +62,16 @@ needs tamper evidence must add its own protocol (a per-run nonce, counting resul
 fd away and closing 3 before importing the candidate...). The sandbox provides the separate
 channel and the isolation; it does not make an in-process harness trustworthy.
 
+Sessions: talking with a running program (local and docker)
+------------------------------------------------------------
+``sb.execute(request, session=s)`` with a :class:`~llmgym.sandbox.base.RunSession` ``s`` turns
+the run's stdin into a pipe this process writes as the run goes: the request's ``stdin`` first,
+then whatever ``s`` sends from its hooks (``on_start``, ``on_result`` with each chunk written
+on fd 3, ``on_timer`` once ``s.deadline`` passes). A hook can also close the input, read the
+output printed so far or kill the run. Hooks run on the calling thread and must not block; one
+that raises ends the run, which then reports ``sandbox_error``. The coding judge's direct mode
+(one process per run, the judge's loop here) is built on it.
+
 What it does not cover
 ----------------------
 - Kernel exploits: this is namespaces + seccomp, not a VM. Run hostile code on a disposable VM
@@ -84,7 +94,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmgym.sandbox.base import RunRequest, Sandbox
+from llmgym.sandbox.base import RunRequest, RunSession, Sandbox, SessionIO, make_request
 from llmgym.sandbox.errors import (
     BackendUnavailable,
     InvalidLimits,
@@ -108,13 +118,16 @@ __all__ = [
     "Language",
     "Limits",
     "RunRequest",
+    "RunSession",
     "Sandbox",
     "SandboxClosed",
     "SandboxError",
+    "SessionIO",
     "Status",
     "UnknownBackend",
     "UnknownLanguage",
     "get_sandbox",
+    "make_request",
 ]
 
 BACKENDS = ("local", "docker", "ray")

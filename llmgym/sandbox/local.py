@@ -459,6 +459,7 @@ class _Talk:
     def send(self, data: bytes) -> None:
         if not self.closed and not self.closing:
             self.pending += data
+            self.write()  # most of the time the pipe takes it all at once
 
     def close_input(self) -> None:
         self.closing = True
@@ -895,6 +896,7 @@ def _result(
         backend=settings.backend,
         stdout_bytes=bytes(out.buf),
         stderr_bytes=bytes(err.buf),
+        max_rss_mb=round(int(exit_msg.get("maxrss_kb", 0)) / 1024, 3) if exit_msg else None,
     )
 
 

@@ -83,6 +83,9 @@ class ExecResult:
     stdout_bytes: bytes = field(default=b"", repr=False)
     """stdout as raw bytes (``stdout`` is it decoded as UTF-8 with replacement characters)."""
     stderr_bytes: bytes = field(default=b"", repr=False)
+    max_rss_mb: float | None = None
+    """Peak resident set of the program's own process (``wait4``; for the Python fast path it
+    counts the warm interpreter's pages it shares), or ``None`` when it was not reaped."""
 
     @property
     def ok(self) -> bool:

@@ -142,3 +142,12 @@ def test_the_docker_backend_talks_too():
         assert [t.index for t in verdict.tests if not t.passed] == [4]
     finally:
         sb.close()
+
+
+def test_memory_and_cpu_are_the_workers_as_the_judge_reports_them():
+    direct, judged = _grade_both(PROGRAMS["correct"], call_problem())
+    assert direct.peak_memory_mb is not None and judged.peak_memory_mb is not None
+    assert abs(direct.peak_memory_mb - judged.peak_memory_mb) < 8  # both: the worker's peak RSS
+    assert 0 < direct.cpu_time_s < 1 and direct.time_s is not None
+    hog = "def add(a, b):\n    x = bytearray(48 << 20)\n    return a + b\n"
+    assert run_tests(hog, call_problem(memory_mb=256)).peak_memory_mb >= 48

@@ -6,8 +6,7 @@ import time
 
 import pytest
 
-from llmgym.sandbox import InvalidRunRequest, Sandbox
-from llmgym.sandbox.base import RunSession, SessionIO, make_request
+from llmgym.sandbox import InvalidRunRequest, RunSession, Sandbox, SessionIO, make_request
 
 ECHO = """
 import os, sys
