@@ -427,7 +427,9 @@ def run_tests(
 def run_tests_many(
     submissions: Sequence[Submission], *, sandbox: Sandbox | None = None
 ) -> list[Verdict]:
-    """Grade many programs with the sandbox's ``run_many`` (its concurrency, order kept)."""
+    """Grade many programs, at most the sandbox's ``max_concurrency`` at once, order kept."""
+    if not submissions:
+        return []
     sb = sandbox or shared_sandbox()
     direct = [i for i, sub in enumerate(submissions) if _direct(sub, sb)]
     if len(direct) == len(submissions):
@@ -437,7 +439,8 @@ def run_tests_many(
         with ThreadPoolExecutor(workers, thread_name_prefix="llmgym-judge") as pool:
             return list(pool.map(lambda sub: _grade_direct(sb, sub), submissions))
     if direct:  # a mix: each kind its own way, in the given order
-        rest = [i for i in range(len(submissions)) if i not in set(direct)]
+        chosen = set(direct)
+        rest = [i for i in range(len(submissions)) if i not in chosen]
         out: list[Verdict | None] = [None] * len(submissions)
         for idx, verdict in zip(
             direct, run_tests_many([submissions[i] for i in direct], sandbox=sb), strict=True

@@ -151,3 +151,7 @@ def test_memory_and_cpu_are_the_workers_as_the_judge_reports_them():
     assert 0 < direct.cpu_time_s < 1 and direct.time_s is not None
     hog = "def add(a, b):\n    x = bytearray(48 << 20)\n    return a + b\n"
     assert run_tests(hog, call_problem(memory_mb=256)).peak_memory_mb >= 48
+
+
+def test_nothing_to_grade_is_nothing():
+    assert run_tests_many([]) == []
