@@ -963,7 +963,8 @@ class _DirectJudge:
     # -- the runs -------------------------------------------------------------------------------
 
     def grade(self) -> Verdict:
-        job = {"mode": "calls", "source": "solution.py", "memory_mb": self.memory_mb}
+        job = {"mode": "calls", "source": "solution.py", "memory_mb": self.memory_mb,
+               "last": self.n - 1}  # fmt: skip
         boot, judge_files = judge_program(self.sb)
         first = True
         while not self.stopped and self.next < self.n:
@@ -1040,10 +1041,17 @@ class _CallsRun(RunSession):
     # -- RunSession ------------------------------------------------------------------------------
 
     def on_start(self, io: SessionIO) -> None:
+        j = self.j
         now = time.monotonic()
         if self.first:
-            self.j.budget_end = now + self.j.budget_s
-        self.deadline = min(now + self.j.timeout, self.j.budget_end)
+            j.budget_end = now + j.budget_s
+        self.deadline = min(now + j.timeout, j.budget_end)
+        # The requests W can have while the candidate's module loads, sent with the job: the
+        # visible tests (public: the prompt shows them), or, past the visible phase, the hidden
+        # ones (nothing printed then is shown). Not the hidden ones before the visible phase's
+        # output is read: a module that prints them while loading would show them.
+        if j.next < j.n_visible or j.visible_done:
+            self.send_phase(io)
 
     def on_result(self, data: bytes, io: SessionIO) -> None:
         self.heard = True
@@ -1089,7 +1097,11 @@ class _CallsRun(RunSession):
                 self.stop(io)
             elif rec is not None and kind == "import" and rec.get("ok"):
                 self.state = _RUNNING
-                self.ask(io, now)
+                if self.phase_end > j.next:  # asked already: the first test starts now
+                    self.start = now
+                    self.deadline = min(now + j.timeout, j.budget_end)
+                else:
+                    self.ask(io, now)
             elif rec is not None and kind == "import":
                 err = _as_dict(rec.get("error"))
                 error: dict[str, Any] = {"type": str(err.get("type", "Exception"))}
@@ -1131,11 +1143,15 @@ class _CallsRun(RunSession):
         if j.next >= j.n:
             self.stop(io)
             return
+        self.send_phase(io)
+        self.start = now
+        self.deadline = min(now + j.timeout, j.budget_end)
+
+    def send_phase(self, io: SessionIO) -> None:
+        j = self.j
         end = j.n_visible if j.next < j.n_visible else j.n
         io.send(b"".join(j.requests[k] + b"\n" for k in range(j.next, end)))
         self.phase_end = end
-        self.start = now
-        self.deadline = min(now + j.timeout, j.budget_end)
 
     def stop(self, io: SessionIO) -> None:
         """Nothing more to ask: W reads EOF and exits; half a second later it is killed."""

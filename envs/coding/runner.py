@@ -445,6 +445,7 @@ def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
     _flush()
     _worker_reply({"k": "import", "ok": True})
     reader = os.fdopen(requests, "rb", buffering=1 << 16)
+    last = job.get("last")
     perf, getrusage, self_ = time.perf_counter, resource.getrusage, resource.RUSAGE_SELF
     for line in reader:
         req = json.loads(line)
@@ -473,6 +474,8 @@ def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
                        "error": {"type": "TypeError", "name": "TypeError", "msg": str(e), "tb": ""}}  # fmt: skip
         rec["m"] = _mb(getrusage(self_).ru_maxrss)
         _worker_reply(rec)
+        if i == last:  # direct mode: nothing comes after the last test
+            break
     os._exit(0)
 
 
