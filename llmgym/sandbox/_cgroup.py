@@ -193,6 +193,12 @@ class CgroupManager:
         self.reason = ""
         self._bases: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._ready: dict[tuple[int, int], list[CgroupRun]] = {}
+        self._doomed: list[CgroupRun] = []
+        self._helper: threading.Thread | None = None
+        self._making = False  # the helper is between taking work and putting results back
+        self._closed = False
         self._counter = itertools.count()
         self._memsw: bool | None = None
         self._pidns = _pid_namespace()
@@ -232,7 +238,7 @@ class CgroupManager:
             os.makedirs(base, exist_ok=True)
             self._bases[c] = base
         # Probe: a run cgroup can be made, limited and removed.
-        probe = self.create(64, 8)
+        probe = self._make(64, 8)
         probe.remove()
         self.version = 1
         self._sweep()
@@ -252,7 +258,7 @@ class CgroupManager:
             _write(f"{base}/cgroup.subtree_control", "+memory +pids")
         self._bases[""] = base
         self.version = 2
-        probe = self.create(64, 8)
+        probe = self._make(64, 8)
         probe.remove()
         self._sweep()
 
@@ -278,8 +284,98 @@ class CgroupManager:
                 except OSError:
                     pass
 
+    # -- made ahead, removed behind -----------------------------------------------------------
+    #
+    # Making a run's cgroups (a directory per controller, limits written) and removing them
+    # after it take a few tenths of a millisecond of a run's critical path. A helper thread
+    # makes the next ones ahead, for the limits used lately, and removes spent ones behind:
+    # every run still gets cgroups made for it alone, never used before.
+
+    READY = 2
+    """Cgroups kept made ahead for each of the last ``KEYS`` limit pairs asked for."""
+    KEYS = 4
+
     def create(self, memory_mb: int, max_processes: int) -> CgroupRun:
         """A new run cgroup with ``memory_mb`` MiB and ``max_processes`` tasks at most."""
+        key = (memory_mb, max_processes)
+        with self._lock:
+            if self._closed:
+                return self._make(memory_mb, max_processes)
+            ready = self._ready.pop(key, [])
+            run = ready.pop() if ready else None
+            self._ready[key] = ready  # most recently asked for: last
+            while len(self._ready) > self.KEYS:
+                stale = next(iter(self._ready))
+                self._doomed.extend(self._ready.pop(stale))
+            self._start_helper()
+            self._wake.notify()
+        return run if run is not None else self._make(memory_mb, max_processes)
+
+    def retire(self, run: CgroupRun) -> None:
+        """Remove ``run``'s cgroups once its processes are gone (by the helper thread)."""
+        with self._lock:
+            if not self._closed and self._helper is not None:
+                self._doomed.append(run)
+                self._wake.notify()
+                return
+        run.remove()
+
+    def settled(self, timeout: float = 5.0) -> list[str]:
+        """Wait (bounded) until the spent cgroups are removed; the directories of those made
+        ahead, which are all that should be left of this manager's runs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                busy = bool(self._doomed) or self._making
+                ready = [d for rs in self._ready.values() for r in rs for d in r.dirs.values()]
+            if not busy or time.monotonic() > deadline:
+                return ready
+            time.sleep(0.01)
+
+    def _start_helper(self) -> None:
+        if self._helper is None:
+            self._helper = threading.Thread(target=self._help, name="llmgym-cgroups", daemon=True)
+            self._helper.start()
+
+    def _help(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._doomed and not self._wanted():
+                    self._wake.wait()
+                if self._closed:
+                    return
+                doomed, self._doomed = self._doomed, []
+                key = self._wanted()
+                self._making = True
+            try:
+                for run in doomed:
+                    run.remove()
+                if key is not None:
+                    self._make_ahead(key)
+            finally:
+                with self._lock:
+                    self._making = False
+
+    def _make_ahead(self, key: tuple[int, int]) -> None:
+        try:
+            run = self._make(*key)
+        except OSError:  # made on demand instead, until asked for again
+            with self._lock:
+                self._doomed.extend(self._ready.pop(key, []))
+            return
+        with self._lock:
+            if self._closed or key not in self._ready:
+                self._doomed.append(run)
+            else:
+                self._ready[key].append(run)
+
+    def _wanted(self) -> tuple[int, int] | None:
+        for key, ready in self._ready.items():
+            if len(ready) < self.READY:
+                return key
+        return None
+
+    def _make(self, memory_mb: int, max_processes: int) -> CgroupRun:
         name = f"{self._prefix}{next(self._counter)}"
         dirs = {c: os.path.join(b, name) for c, b in self._bases.items()}
         made: dict[str, str] = {}
@@ -318,7 +414,19 @@ class CgroupManager:
         return CgroupRun(self, dirs)
 
     def close(self) -> None:
-        """Remove this process's base directories when nothing else uses them."""
+        """Remove the cgroups made ahead and the spent ones, then this process's base
+        directories when nothing else uses them."""
+        with self._lock:
+            self._closed = True
+            self._wake.notify()
+            helper = self._helper
+        if helper is not None and helper is not threading.current_thread():
+            helper.join()
+        with self._lock:
+            left = self._doomed + [r for ready in self._ready.values() for r in ready]
+            self._doomed, self._ready = [], {}
+        for run in left:
+            run.remove()
         for base in self._bases.values():
             try:
                 os.rmdir(base)

@@ -405,8 +405,8 @@ def execute_on(
         if ctrl is not None:
             ctrl.close()
         for cg in (cg_run, cg_compile):
-            if cg is not None:
-                cg.remove()
+            if cg is not None and cgroups is not None:
+                cgroups.retire(cg)
 
 
 def _close_fds(fds: Sequence[int]) -> None:
