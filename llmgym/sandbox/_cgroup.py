@@ -30,6 +30,8 @@ __all__ = ["CgroupManager", "CgroupRun"]
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 _RUN_NAME = re.compile(r"r(\d+)@(\d+)-\d+")
 _ROOT = "/sys/fs/cgroup"
+_NAMES = itertools.count()
+"""Run cgroup numbers, shared by every manager of this process: names never collide."""
 
 
 def _read(path: str) -> str:
@@ -199,7 +201,6 @@ class CgroupManager:
         self._helper: threading.Thread | None = None
         self._making = False  # the helper is between taking work and putting results back
         self._closed = False
-        self._counter = itertools.count()
         self._memsw: bool | None = None
         self._pidns = _pid_namespace()
         # r<pid>@<pid namespace>-<n>: whose runs these are, for the sweep of the dead's.
@@ -321,12 +322,12 @@ class CgroupManager:
         run.remove()
 
     def settled(self, timeout: float = 5.0) -> list[str]:
-        """Wait (bounded) until the spent cgroups are removed; the directories of those made
-        ahead, which are all that should be left of this manager's runs."""
+        """Wait (bounded) until the spent cgroups are removed and the next ones made; the
+        directories of those made ahead, which are all that should be left of the runs."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                busy = bool(self._doomed) or self._making
+                busy = bool(self._doomed) or self._making or self._wanted() is not None
                 ready = [d for rs in self._ready.values() for r in rs for d in r.dirs.values()]
             if not busy or time.monotonic() > deadline:
                 return ready
@@ -376,7 +377,7 @@ class CgroupManager:
         return None
 
     def _make(self, memory_mb: int, max_processes: int) -> CgroupRun:
-        name = f"{self._prefix}{next(self._counter)}"
+        name = f"{self._prefix}{next(_NAMES)}"
         dirs = {c: os.path.join(b, name) for c, b in self._bases.items()}
         made: dict[str, str] = {}
         try:

@@ -351,3 +351,29 @@ def test_run_cgroups_of_a_dead_sandbox_are_swept() -> None:
             if os.path.exists(path):
                 os.rmdir(path)
         first.close()
+
+
+def test_run_cgroups_are_fresh_for_every_run_and_all_removed_at_close() -> None:
+    from llmgym.sandbox._cgroup import CgroupManager
+
+    from .conftest import _own_run_cgroups
+
+    managers = [CgroupManager(), CgroupManager()]  # two sandboxes of one process
+    if not managers[0].available:
+        for m in managers:
+            m.close()
+        pytest.skip(f"no cgroups here: {managers[0].reason}")
+    given = []
+    for _ in range(6):
+        for m in managers:
+            run = m.create(64, 8)
+            given.append(tuple(run.dirs.values()))
+            m.retire(run)
+    assert len(set(given)) == len(given)  # never the same cgroup twice, across managers too
+    for m in managers:
+        ahead = m.settled()  # the spent ones are gone; the next ones wait, unused
+        assert 0 < len(ahead) <= m.READY * len(m._bases)
+        assert not set(ahead) & {d for dirs in given for d in dirs}
+    for m in managers:
+        m.close()
+    assert _own_run_cgroups() == []
