@@ -1042,7 +1042,7 @@ class _CallsRun(RunSession):
 
     def on_start(self, io: SessionIO) -> None:
         j = self.j
-        now = time.monotonic()
+        now = self.start = time.monotonic()
         if self.first:
             j.budget_end = now + j.budget_s
         self.deadline = min(now + j.timeout, j.budget_end)
@@ -1075,6 +1075,13 @@ class _CallsRun(RunSession):
     def on_timer(self, io: SessionIO) -> None:
         if self.state == _DONE:
             io.kill()  # it would not exit on its own: what it answered stands
+        elif self.state == _LOADING and not self.first and time.monotonic() >= self.j.budget_end:
+            # The time budget ran out while a restarted worker loaded: the test was not run.
+            self.j.test_record(self.j.next, {"ok": False, "error": {"type": "budget"},
+                                             "why": "budget"})  # fmt: skip
+            self.failure = {"why": "budget"}
+            self.state = None
+            io.kill()
         elif self.state == _LOADING:
             self.loading_failed(io, "import timeout", "timeout")
         elif self.state == _RUNNING:

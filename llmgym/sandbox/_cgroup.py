@@ -24,6 +24,7 @@ import os
 import re
 import threading
 import time
+import weakref
 
 __all__ = ["CgroupManager", "CgroupRun"]
 
@@ -32,6 +33,13 @@ _RUN_NAME = re.compile(r"r(\d+)@(\d+)-\d+")
 _ROOT = "/sys/fs/cgroup"
 _NAMES = itertools.count()
 """Run cgroup numbers, shared by every manager of this process: names never collide."""
+_LIVE: weakref.WeakSet[CgroupManager] = weakref.WeakSet()
+
+
+def settled_everywhere(timeout: float = 5.0) -> list[str]:
+    """:meth:`CgroupManager.settled` for every manager of this process: the directories of
+    the cgroups made ahead, all that should be left of the runs so far."""
+    return [d for m in list(_LIVE) for d in m.settled(timeout)]
 
 
 def _read(path: str) -> str:
@@ -201,6 +209,7 @@ class CgroupManager:
         self._helper: threading.Thread | None = None
         self._making = False  # the helper is between taking work and putting results back
         self._closed = False
+        _LIVE.add(self)
         self._memsw: bool | None = None
         self._pidns = _pid_namespace()
         # r<pid>@<pid namespace>-<n>: whose runs these are, for the sweep of the dead's.
@@ -417,6 +426,7 @@ class CgroupManager:
     def close(self) -> None:
         """Remove the cgroups made ahead and the spent ones, then this process's base
         directories when nothing else uses them."""
+        _LIVE.discard(self)
         with self._lock:
             self._closed = True
             self._wake.notify()

@@ -354,7 +354,7 @@ def test_run_cgroups_of_a_dead_sandbox_are_swept() -> None:
 
 
 def test_run_cgroups_are_fresh_for_every_run_and_all_removed_at_close() -> None:
-    from llmgym.sandbox._cgroup import CgroupManager
+    from llmgym.sandbox._cgroup import CgroupManager, settled_everywhere
 
     from .conftest import _own_run_cgroups
 
@@ -374,6 +374,10 @@ def test_run_cgroups_are_fresh_for_every_run_and_all_removed_at_close() -> None:
         ahead = m.settled()  # the spent ones are gone; the next ones wait, unused
         assert 0 < len(ahead) <= m.READY * len(m._bases)
         assert not set(ahead) & {d for dirs in given for d in dirs}
+    mine = {d for dirs in given for d in dirs} | {d for m in managers for d in m.settled()}
     for m in managers:
         m.close()
-    assert _own_run_cgroups() == []
+    ahead = set(settled_everywhere())  # what other live sandboxes made ahead, settled
+    left = set(_own_run_cgroups())
+    assert not left & mine  # closed: nothing of theirs is left
+    assert left == ahead
