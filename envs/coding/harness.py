@@ -898,16 +898,17 @@ class _DirectJudge:
 
     Each sandbox run's only process is the worker W (:func:`runner.serve_calls`): it compiles
     and imports the candidate, then answers call requests read from stdin on the result
-    channel. This side sends the visible tests' requests once W reports its import, the
+    channel. This side sends the visible tests' requests with the job (they are public), the
     hidden ones once every visible test is answered and the output printed so far is read;
-    it times each test from the previous answer (or the requests) to its own answer, kills
-    the run when a test passes its timeout, and starts another run for the tests left after
-    a timeout, a crash or anything W sends out of turn. It writes the records J would, so
-    the verdict is made by the same code (:func:`_verdict`).
+    it times each test from the previous answer (or from W's report that the module loaded)
+    to its own answer, kills the run when a test passes its timeout, and starts another run
+    for the tests left after a timeout, a crash or anything W sends out of turn. It writes
+    the records J would, so the verdict is made by the same code (:func:`_verdict`).
 
     What W sends is the candidate's to forge (it runs in W's process): an answer counts only
     as the value returned for the test this side is waiting for, and the timing, the kills,
-    the memory and CPU figures (the run's cgroup) are this side's or the kernel's.
+    CPU time (the run's cgroup) and peak memory (W's ``wait4``) are this side's or the
+    kernel's.
     """
 
     def __init__(self, sb: Sandbox, problem: Problem, code: str) -> None:
@@ -1062,8 +1063,11 @@ class _CallsRun(RunSession):
             nl = self.buf.find(b"\n")
             if nl < 0:
                 if len(self.buf) > self.j.max_reply + 256:
-                    self.fail(io, {"ok": False, "error": {"type": "value too large"},
-                                   "why": "overflow"})  # fmt: skip
+                    if self.state == _LOADING:  # not what W writes while the module loads
+                        self.loading_failed(io, "protocol", None)
+                    else:
+                        self.fail(io, {"ok": False, "error": {"type": "value too large"},
+                                       "why": "overflow"})  # fmt: skip
                 return
             line, self.buf = self.buf[:nl], self.buf[nl + 1 :]
             try:

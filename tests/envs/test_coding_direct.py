@@ -155,3 +155,12 @@ def test_memory_and_cpu_are_the_workers_as_the_judge_reports_them():
 
 def test_nothing_to_grade_is_nothing():
     assert run_tests_many([]) == []
+
+
+@pytest.mark.parametrize("garbage", [b"x" * (1 << 20), b'{"k": "result", "i": 0}\n', b"\n"])
+def test_writing_on_the_result_channel_while_loading_is_a_failure_to_load(garbage):
+    code = f"import os\nos.write(3, {garbage!r})\ndef add(a, b):\n    return a + b\n"
+    verdict = run_tests(code, call_problem())
+    assert verdict.pass_rate == 0 and verdict.status == "runtime_error"
+    assert all(t.category == "not_run" for t in verdict.tests)
+    assert verdict.sandbox["runs"] == 1
