@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.envs.coding.problem import Problem, render_call, render_expected
-from llmgym.envs.coding.runner import decode
+from llmgym.envs.coding.runner import call_request, decode, reply_fields
 from llmgym.rewards.coding import ExecFacts, compare_output, static_facts, values_equal
 from llmgym.sandbox import LANGUAGES as SANDBOX_LANGUAGES
 from llmgym.sandbox import ExecResult, Limits, Sandbox, get_sandbox
@@ -922,7 +922,7 @@ class _DirectJudge:
         requests = problem.memo.get("direct_requests")
         if requests is None:  # made once per problem (a GRPO group grades it many times)
             requests = problem.memo["direct_requests"] = [
-                json.dumps({"i": i, **_payload(t, "call")}, ensure_ascii=True).encode()
+                json.dumps(call_request(i, _payload(t, "call")), ensure_ascii=True).encode()
                 for i, t in enumerate(problem.visible + problem.hidden)
             ]
         self.requests: list[bytes] = requests
@@ -1130,14 +1130,7 @@ class _CallsRun(RunSession):
             self.fail(io, {"ok": False, "error": {"type": "protocol", "msg": "unexpected reply"},
                            "why": "protocol"})  # fmt: skip
             return
-        fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(now - self.start, 6)}
-        if rec.get("ok"):
-            fields["value"] = rec.get("value")
-        else:
-            fields["error"] = _as_dict(rec.get("error"))
-        if isinstance(rec.get("m"), (int, float)):
-            fields["mem_mb"] = rec["m"]
-        j.test_record(i, fields)
+        j.test_record(i, reply_fields(rec, now - self.start))
         self.start = now
         self.deadline = min(now + j.timeout, j.budget_end)
         if j.next >= self.phase_end:
@@ -1182,18 +1175,20 @@ class _CallsRun(RunSession):
     def loading_failed(
         self, io: SessionIO, why: str, kind: str | None, error: dict[str, Any] | None = None
     ) -> None:
-        j = self.j
-        if self.first:  # as J: a program that cannot load at the start is not run further
-            j.records.append({"k": "import", "ok": False,
-                              "error": error or {"type": kind or "exited", "msg": why}})  # fmt: skip
-            j.stopped = True
-        else:  # after a restart: the test it was to run fails, the next gets another run
-            j.test_record(j.next, {"ok": False, "error": {"type": "ImportError", "msg": why},
-                                   "why": why})  # fmt: skip
+        self.record_loading_failure(why, error or {"type": kind or "exited", "msg": why})
         self.failure = {"why": why}
         self.state = None
         self.deadline = None
         io.kill()
+
+    def record_loading_failure(self, why: str, error: dict[str, Any]) -> None:
+        j = self.j
+        if self.first:  # as J: a program that cannot load at the start is not run further
+            j.records.append({"k": "import", "ok": False, "error": error})
+            j.stopped = True
+        else:  # after a restart: the test it was to run fails, the next gets another run
+            j.test_record(j.next, {"ok": False, "error": {"type": "ImportError", "msg": why},
+                                   "why": why})  # fmt: skip
 
     def ended(self, res: ExecResult) -> None:
         """The run is over; if it ended on its own with a test unanswered, that test failed."""
@@ -1211,15 +1206,9 @@ class _CallsRun(RunSession):
             if res.status in ("timeout", "output_limit", "memory_limit"):
                 how = {"timeout": "timed out", "output_limit": "printed too much output",
                        "memory_limit": "ran out of memory"}[res.status]  # fmt: skip
+            why = f"the program {how} while loading"
             kind = "timeout" if res.status == "timeout" else "exited"
-            if self.first:
-                j.records.append({"k": "import", "ok": False,
-                                  "error": {"type": kind, "msg": f"the program {how} while loading"}})  # fmt: skip
-                j.stopped = True
-            else:
-                why = f"the program {how} while loading"
-                j.test_record(j.next, {"ok": False, "error": {"type": "ImportError", "msg": why},
-                                       "why": why})  # fmt: skip
+            self.record_loading_failure(why, {"type": kind, "msg": why})
             return
         if res.status == "output_limit":
             error: dict[str, Any] = {"type": "output limit"}

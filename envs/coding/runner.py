@@ -712,8 +712,21 @@ class Worker:
         return self.reaped
 
 
-def _call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
+def call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """The request W answers for the call test ``i`` (J's, or the parent's in direct mode)."""
     return {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
+
+
+def reply_fields(rec: dict[str, Any], wall: float) -> dict[str, Any]:
+    """A test record's fields from W's answer ``rec`` to its request, timed ``wall`` seconds."""
+    fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
+    if rec.get("ok"):
+        fields["value"] = rec.get("value")
+    else:
+        fields["error"] = _as_dict(rec.get("error"))
+    if isinstance(rec.get("m"), (int, float)):
+        fields["mem_mb"] = rec["m"]
+    return fields
 
 
 class _ScriptTimeout(BaseException):
@@ -822,7 +835,7 @@ class Judge:
             return {"ok": False, "error": {"type": "ImportError", "msg": problem}, "why": problem}
         w = self.worker
         assert w is not None
-        w.send(_call_request(i, payload))
+        w.send(call_request(i, payload))
         return self.await_call(w, i, time.monotonic(), deadline)
 
     def await_call(self, w: Worker, i: int, start: float, deadline: float) -> dict[str, Any]:
@@ -831,14 +844,7 @@ class Judge:
         self.answered_at = time.monotonic()
         wall = self.answered_at - start
         if isinstance(rec, dict) and rec.get("k") == "result" and rec.get("i") == i:
-            fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
-            if rec.get("ok"):
-                fields["value"] = rec.get("value")
-            else:
-                fields["error"] = _as_dict(rec.get("error"))
-            if isinstance(rec.get("m"), (int, float)):
-                fields["mem_mb"] = rec["m"]
-            return fields
+            return reply_fields(rec, wall)
         if rec == "output":
             self.retire(kill=True)
             return {"ok": False, "error": {"type": "output limit"}, "why": "output", "wall_s": wall}
@@ -892,7 +898,7 @@ class Judge:
                 if queued_on is not w or queued <= offset:
                     queued_on, queued, start = w, offset, time.monotonic()
                     while queued < len(tests) and "script" not in tests[queued]:
-                        w.send(_call_request(first + queued, tests[queued]))
+                        w.send(call_request(first + queued, tests[queued]))
                         queued += 1
                 fields = self.await_call(w, i, start, start + self.timeout)
                 start = self.answered_at  # W turned to the next test then

@@ -264,6 +264,7 @@ class Sandbox(abc.ABC):
         :class:`RunSession`), talk with the program while it runs."""
         if self._closed:
             raise SandboxClosed(f"this {self.backend} sandbox is closed; create a new one")
+        session = session if session is not None else request.session
         if session is not None:
             if not self.supports_sessions:
                 raise InvalidRunRequest(
@@ -275,10 +276,6 @@ class Sandbox(abc.ABC):
                     f"session expects a RunSession, actual type: {type(session).__name__}"
                 )
             request = replace(request, session=session)
-        elif request.session is not None and not self.supports_sessions:
-            raise InvalidRunRequest(
-                f"the {self.backend} backend cannot talk with a running program"
-            )
         try:
             return self._execute(request)
         except Exception as exc:  # noqa: BLE001 - an infrastructure failure is a result, not a crash

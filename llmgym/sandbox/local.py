@@ -384,7 +384,7 @@ def execute_on(
             _close_fds(child_fds)
             child_fds = []
         run = _Supervisor(request, ctrl, streams, cg_run, t_submit)
-        if request.session is not None and stdin_w is not None:
+        if request.session is not None and stdin_w is not None:  # narrows both for mypy
             talk = run.talk = _Talk(run, request.session, stdin_w, request.stdin)
             stdin_w = None  # the talk closes it
         run.supervise()
