@@ -1,10 +1,11 @@
 """The sandbox's zygote: a warm interpreter that lives inside the isolation and forks runs.
 
 Run as a plain script (``python -E -s _zygote.py CONFIG_JSON``) by the local backend, and as the
-init process of each container by the docker backend; it imports nothing from llmgym, only the
-standard library and ``_seccomp`` beside it.
+main process of each container by the docker backend (there it connects to a socket bind-mounted
+into the container instead of inheriting one); it imports nothing from llmgym, only the standard
+library and ``_seccomp`` beside it. Both backends run it the same way:
 
-Processes of one run, namespaces mode (local backend)::
+Processes of one run::
 
     parent (llmgym)  --socket-->  zygote Z (pid 1 of its own pid/mount/net/ipc/uts namespaces,
                                   a read-only root built from bind mounts, pre-imported stdlib)
@@ -24,16 +25,19 @@ kills every process left in the run's pid namespace, daemons and double forks in
 P is a copy of Z: every page a forked Python process writes is a copy-on-write fault, and the
 copy of Z's page tables and their teardown cost as much again (see :class:`InitSpawner`).
 Where no ``sleep`` binary exists, Z forks I itself, a Python loop that reaps (:func:`run_init`).
-In container mode (docker backend) Z is the container's init and runs one run at a time: it
-forks P when the request comes, wipes /tmp, /dev/shm and SysV IPC objects before each run and
-kills every process left after it; the container supplies the rest of the isolation.
+In a container (docker backend) Z runs as the container's root with only the capabilities this
+needs (``SYS_ADMIN`` for namespaces and mounts, ``SETUID``/``SETGID``, ``SETPCAP``); each run
+still gets new namespaces, a fresh /tmp and /dev/shm and uid 65534 without capabilities, so no
+run sees what an earlier one left, and none can signal Z (another pid namespace, another uid).
 
 Protocol: the parent sends one SOCK_SEQPACKET message per run: a JSON request plus file
 descriptors (control socket first, then payload memfd, stdin, stdout, stderr, result channel,
 status pipe, cgroup.procs files); Z forwards it to P without reading it. On the control socket
 the parent then gets ``started`` from Z (with a pidfd of I, or of P in a container: the kill
 switch), ``compiled`` and ``running`` from P before the program's code runs (``running`` brings
-the start time and a pidfd of P), and ``exit`` from Z (or ``error``).
+the start time and a pidfd of P), and ``exit`` from Z (or ``error``). The parent may send
+``kill`` on the control socket: Z then kills the run (for a parent that cannot reach the run's
+processes with a signal, e.g. a trainer in a pid namespace of its own driving a container).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ MS_NODEV = 4
 MS_NOEXEC = 8
 MS_REMOUNT = 32
 MS_BIND = 4096
+MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
@@ -166,7 +171,7 @@ def write_file(path: str, data: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Building the zygote's world (namespaces mode)
+# Building the zygote's world
 # ----------------------------------------------------------------------------------------------
 
 
@@ -241,6 +246,48 @@ def _under_run_tmpfs(path: str) -> bool:
     return any(path.startswith(point + "/") for point in RUN_TMPFS)
 
 
+def _minimal_dev(dev: str, source: str = "/dev") -> None:
+    """A read-only /dev at ``dev`` holding a few safe device nodes (read-only binds of those in
+    ``source``), the usual fd links and an empty ``shm`` (each run mounts its own there)."""
+    os.makedirs(dev, exist_ok=True)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID, "size=64k,mode=755")
+    for node in ("null", "zero", "full", "random", "urandom"):
+        dst = f"{dev}/{node}"
+        os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o666))
+        mount(f"{source}/{node}", dst, None, MS_BIND)
+        mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
+        os.symlink(target, f"{dev}/{name}")
+    os.mkdir(f"{dev}/shm")
+    mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+
+
+def build_container_root() -> None:
+    """In a container: its read-only image stays the root; hide what runs must not share.
+
+    The container's /dev (its /dev/mqueue, /dev/pts, /dev/shm: writable, shared by every
+    process of the container) is covered by a minimal one, /sys by an empty read-only tmpfs,
+    the bind-mounted socket folder is unmounted, and /proc is this pid namespace's own. No
+    ``pivot_root``: Docker's seccomp profile refuses it, and the image holds nothing else.
+    """
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    _minimal_dev("/tmp/dev")
+    mount("/tmp/dev", "/dev", None, MS_MOVE)
+    mount("tmpfs", "/sys", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k")
+    for point in ("/run/llmgym", "/run"):
+        try:
+            umount(point)
+        except OSError:
+            pass
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
 def build_root(cfg: dict[str, Any]) -> None:
     """Pivot into a fresh read-only root holding only what the runtimes need."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -258,22 +305,7 @@ def build_root(cfg: dict[str, Any]) -> None:
         _bind("/oldroot" + path, "/newroot" + stash + path)
     _write_etc("/newroot", cfg)
     # /dev: a few safe device nodes, each a read-only bind of the host's node.
-    os.makedirs("/newroot/dev", exist_ok=True)
-    mount("tmpfs", "/newroot/dev", "tmpfs", MS_NOSUID, "size=64k,mode=755")
-    for node in ("null", "zero", "full", "random", "urandom"):
-        dst = "/newroot/dev/" + node
-        os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o666))
-        mount("/oldroot/dev/" + node, dst, None, MS_BIND)
-        mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
-    for name, target in (
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ):
-        os.symlink(target, "/newroot/dev/" + name)
-    os.mkdir("/newroot/dev/shm")
-    mount(None, "/newroot/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+    _minimal_dev("/newroot/dev", "/oldroot/dev")
     for d in ("proc", "tmp"):
         os.makedirs("/newroot/" + d, exist_ok=True)
     mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -309,7 +341,10 @@ def enter_sandbox(cfg: dict[str, Any]) -> None:
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _libc.sethostname(b"sandbox", 7)
-    build_root(cfg)
+    if cfg.get("socket_path"):
+        build_container_root()
+    else:
+        build_root(cfg)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -425,8 +460,6 @@ def _set_rlimit(which: int, soft: int, hard: int | None = None) -> None:
 
 def _drop_privileges(cfg: dict[str, Any]) -> None:
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if cfg["mode"] == "container":
-        return  # the container already runs unprivileged, with no capabilities
     # The capability bounding set and ambient set were emptied once, in the zygote.
     if cfg["userns"]:
         # One uid is mapped: stay on it, but with an empty capability set.
@@ -755,7 +788,7 @@ def _run_delay_s() -> float:
 
 
 def run_init() -> None:
-    """pid 1 of a run's pid namespace (namespaces mode): reaps orphans until it is killed.
+    """pid 1 of a run's pid namespace: reaps orphans until it is killed.
 
     Its death is the run's end: the kernel then kills every process left in the namespace. It
     runs as little Python as it can (every page it writes is a copy-on-write fault), and it
@@ -853,7 +886,7 @@ _HELD_NS = ("mnt", "net", "ipc")
 
 
 def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
-    """The program's process of the next run, made ahead (namespaces mode). Never returns.
+    """The program's process of the next run, made ahead. Never returns.
 
     Pid 2 of the run's pid namespace (the zygote forked it there), it makes the run's mount,
     IPC and network namespaces, mounts /tmp, /dev/shm and /proc, then waits for its request.
@@ -898,8 +931,7 @@ def program(cfg: dict[str, Any], data: bytes, fds: list[int]) -> None:
         os._exit(70)
     try:
         ctrl = socket.socket(fileno=fdmap["control"])
-        if cfg["mode"] == "namespaces":
-            _resize_tmp(req["tmp_mb"])
+        _resize_tmp(req["tmp_mb"])
         _write_files(_read_payload(fdmap["payload"]))
         os.close(fdmap["payload"])
         env = req["env"]
@@ -945,39 +977,6 @@ def program(cfg: dict[str, Any], data: bytes, fds: list[int]) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def _wipe(path: str) -> None:
-    """Remove everything below ``path`` (container mode: what the last run left)."""
-    try:
-        entries = os.scandir(path)
-    except OSError:
-        return
-    with entries:
-        for entry in entries:
-            full = entry.path
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    os.chmod(full, 0o700)
-                    _wipe(full)
-                    os.rmdir(full)
-                else:
-                    os.unlink(full)
-            except OSError:
-                pass
-
-
-def _remove_sysv_ipc() -> None:
-    libc = _libc
-    for table, ctl in (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl")):
-        try:
-            with open(f"/proc/sysvipc/{table}") as f:
-                lines = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            ident = int(line.split()[1])
-            getattr(libc, ctl)(ident, 0, 0)  # IPC_RMID == 0
-
-
 def _preload(modules: list[str]) -> None:
     for name in modules:
         try:
@@ -1010,11 +1009,12 @@ _STARTED = json.dumps({"type": "started"}).encode()
 class _Run:
     """A run in flight, seen from the zygote: its program, its kill switch, its control socket."""
 
-    __slots__ = ("ctrl", "held", "init", "kill_fd", "prog", "prog_done")
+    __slots__ = ("ctrl", "held", "init", "kill_fd", "listening", "prog", "prog_done")
 
     def __init__(self, prog: int, init: int | None, kill_fd: int, ctrl: int) -> None:
         self.prog, self.init, self.kill_fd, self.ctrl = prog, init, kill_fd, ctrl
         self.prog_done = False
+        self.listening = ctrl >= 0  # for the parent's ``kill``, until it closes its end
         self.held: list[int] = []  # the run's namespaces, released once it is reported
 
 
@@ -1027,23 +1027,18 @@ class _Spare:
 
 
 class Zygote:
-    """The zygote's state: runs in flight, the spare run (namespaces mode), the SIGCHLD pipe.
+    """The zygote's state: runs in flight, the spare run, the SIGCHLD pipe.
 
-    Namespaces mode: each run is an init (pid 1 of a new pid namespace, see :func:`run_init`)
-    and a program forked into that namespace by the zygote (:func:`spare_program`), both made
-    ahead of the request. The program is the zygote's child, so the zygote reaps it, reports its
-    wait status and rusage to the parent, and kills the init: the run's end. Container mode:
-    one run at a time; the program is forked when its request comes, and when it ends the
-    zygote (the container's init) kills every process left.
+    Each run is an init (pid 1 of a new pid namespace, see :func:`run_init`) and a program
+    forked into that namespace by the zygote (:func:`spare_program`), both made ahead of the
+    request. The program is the zygote's child, so the zygote reaps it, reports its wait status
+    and rusage to the parent, and kills the init: the run's end.
     """
 
     def __init__(self, cfg: dict[str, Any], sock: socket.socket) -> None:
         self.cfg = cfg
         self.sock = sock
-        self.namespaces = cfg["mode"] == "namespaces"
-        self.own_pidns = (
-            os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if self.namespaces else -1
-        )
+        self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.runs: dict[int, _Run] = {}  # by program pid
         self.inits: dict[int, _Run] = {}  # by init pid, until the init is reaped
         self.spare: _Spare | None = None
@@ -1052,8 +1047,6 @@ class Zygote:
         self._wake_w = wake_w
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
-
-    # -- namespaces mode -------------------------------------------------------------------
 
     def _new_init(self) -> tuple[int, int, int, bool]:
         """A new run's init: (pid, pidfd, its pid namespace, whether this process reaps it)."""
@@ -1131,26 +1124,6 @@ class Zygote:
             spare.sock.close()
         _close_all(fds[1:])
 
-    # -- container mode --------------------------------------------------------------------
-
-    def start_in_container(self, data: bytes, fds: list[int]) -> None:
-        # One run at a time: what the last one left is wiped before this one starts.
-        _wipe("/tmp")
-        _wipe("/dev/shm")
-        _remove_sysv_ipc()
-        prog = os.fork()
-        if prog == 0:
-            self.sock.close()
-            os.close(self.wake_r)
-            program(self.cfg, data, fds)
-        kill_fd = os.pidfd_open(prog)
-        run = _Run(prog, None, kill_fd, fds[0])
-        self.runs[prog] = run
-        _send_raw(socket.socket(fileno=os.dup(fds[0])), _STARTED, [kill_fd])
-        _close_all(fds[1:])
-
-    # -- both ------------------------------------------------------------------------------
-
     def reap(self) -> None:
         while True:
             try:
@@ -1190,17 +1163,10 @@ class Zygote:
 
     def _program_ended(self, run: _Run, status: int, ru: Any) -> None:
         run.prog_done = True
-        if self.namespaces:
-            try:  # the run's end: every process left in its namespace dies with its init
-                signal.pidfd_send_signal(run.kill_fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        else:
-            try:  # the container's init is this process: nothing else of ours is left to spare
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _wait_all_children()
+        try:  # the run's end: every process left in its namespace dies with its init
+            signal.pidfd_send_signal(run.kill_fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         report = {
             "type": "exit",
             "status": status,
@@ -1220,21 +1186,42 @@ class Zygote:
             os.close(run.kill_fd)
             run.kill_fd = -1
 
+    def _listened(self) -> dict[int, _Run]:
+        """Control sockets of runs in flight that the parent may still send ``kill`` on."""
+        return {r.ctrl: r for r in self.runs.values() if r.listening and r.ctrl >= 0}
+
+    def _heard(self, run: _Run) -> None:
+        """A message from the parent on a run's control socket: ``kill`` it, or its end."""
+        try:
+            data = os.read(run.ctrl, 64)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the parent closed its end: nothing more will come
+            run.listening = False
+            return
+        if b"kill" in data and run.kill_fd >= 0:
+            try:
+                signal.pidfd_send_signal(run.kill_fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def serve(self) -> None:
-        if self.namespaces:
-            sleep = next((p for p in _SLEEP if os.access(p, os.X_OK)), None)
-            # Only as root: the init then belongs to root, out of reach of the programs (uid
-            # 65534). In a user namespace it would share their uid and stay dumpable.
-            root = not self.cfg["userns"]
-            if sleep is not None and root and self.cfg.get("init_spawner", True):
-                own = [self.sock.fileno(), self.wake_r, self._wake_w, self.own_pidns]
-                self.spawner = InitSpawner(sleep, own)
-            self.make_spare()
+        sleep = next((p for p in _SLEEP if os.access(p, os.X_OK)), None)
+        # Only as root: the init then belongs to root, out of reach of the programs (uid
+        # 65534). In a user namespace it would share their uid and stay dumpable.
+        root = not self.cfg["userns"]
+        if sleep is not None and root and self.cfg.get("init_spawner", True):
+            own = [self.sock.fileno(), self.wake_r, self._wake_w, self.own_pidns]
+            self.spawner = InitSpawner(sleep, own)
+        self.make_spare()
         self.sock.send(json.dumps({"type": "ready", "pid": os.getpid()}).encode())
         sock_fd = self.sock.fileno()
         while True:
+            listened = self._listened()
             try:
-                ready, _, _ = select.select([sock_fd, self.wake_r], [], [])
+                ready, _, _ = select.select([sock_fd, self.wake_r, *listened], [], [])
             except InterruptedError:
                 continue
             if self.wake_r in ready:
@@ -1243,6 +1230,9 @@ class Zygote:
                         pass
                 except BlockingIOError:
                     pass
+            for fd in ready:
+                if fd in listened:
+                    self._heard(listened[fd])
             self.reap()
             if sock_fd not in ready:
                 continue
@@ -1261,21 +1251,17 @@ class Zygote:
                 _close_all(fds)
                 continue
             try:
-                if self.namespaces:
-                    self.start_in_namespaces(data, fds)
-                else:
-                    self.start_in_container(data, fds)
+                self.start_in_namespaces(data, fds)
             except OSError as exc:
                 ctrl = socket.socket(fileno=os.dup(fds[0]))
                 _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})
                 ctrl.close()
                 if fds[0] not in (r.ctrl for r in self.runs.values()):
                     _close_all(fds)
-            if self.namespaces:
-                try:
-                    self.make_spare()
-                except OSError:
-                    pass  # tried again at the next request
+            try:
+                self.make_spare()
+            except OSError:
+                pass  # tried again at the next request
 
 
 def _cpu_of(ru: Any) -> float:
@@ -1283,14 +1269,12 @@ def _cpu_of(ru: Any) -> float:
 
 
 def serve(cfg: dict[str, Any], sock: socket.socket) -> None:
-    namespaces = cfg["mode"] == "namespaces"
     set_name(b"llmgym-zygote")
     sys.path[:] = [p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))]
     _preload(cfg.get("preload", []))
     if cfg.get("preload_sources_fd") is not None:
         _preload_sources(int(cfg["preload_sources_fd"]))
-    if namespaces:
-        _drop_bounding_set()
+    _drop_bounding_set()
     # Dispositions a program expects (Python's own startup ignores SIGPIPE and SIGXFSZ for it).
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)
@@ -1331,28 +1315,15 @@ def _drop_bounding_set() -> None:
         pass
 
 
-def _wait_all_children() -> None:
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-
-
 def main(argv: list[str]) -> None:
     cfg = json.loads(argv[1])
-    if cfg["mode"] == "namespaces":
-        sock = socket.socket(fileno=cfg["fd"])
-    else:
+    if cfg.get("socket_path"):  # in a container: the parent's socket is bind-mounted in
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sock.connect(cfg["socket_path"])
+    else:
+        sock = socket.socket(fileno=cfg["fd"])
     try:
-        if cfg["mode"] == "namespaces":
-            enter_sandbox(cfg)
-        else:
-            prctl(PR_SET_DUMPABLE, 0)
+        enter_sandbox(cfg)
         serve(cfg, sock)
     except BaseException as exc:  # report why the zygote died
         try:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import atexit
 import os
 import posixpath
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -210,12 +212,40 @@ def make_request(
     )
 
 
+_LIVE: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for sb in list(_LIVE):
+        sb._forked()
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit, while threads still run: close every sandbox this process made
+    (a forked child's copies of its parent's are not its own and are left alone)."""
+    for sb in list(_LIVE):
+        if sb._owner_pid == os.getpid() and not sb._closed:
+            try:
+                sb.close()
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)
+
+
 class Sandbox(abc.ABC):
     """A place to run untrusted programs. Subclasses implement :meth:`_execute`.
 
     Thread-safe: ``run`` may be called from many threads at once. ``run_many`` and ``arun`` keep at
     most ``max_concurrency`` runs in flight (default: the number of usable CPUs), so CPU-bound
     programs never share a core and their wall times stay honest.
+
+    Fork-safe: what a sandbox runs on (zygotes, containers, cgroups, helper threads) belongs to
+    the process that made it. In a forked child the sandbox forgets all of it, without stopping
+    or removing any of it, and makes its own on first use; closing it there, or the child's exit,
+    never touches the parent's.
     """
 
     backend: str = "abstract"
@@ -229,8 +259,10 @@ class Sandbox(abc.ABC):
             raise InvalidRunRequest(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
         self.max_concurrency = max_concurrency or default_concurrency()
         self._closed = False
+        self._owner_pid = os.getpid()
         self._executor_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        _LIVE.add(self)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -264,6 +296,7 @@ class Sandbox(abc.ABC):
         :class:`RunSession`), talk with the program while it runs."""
         if self._closed:
             raise SandboxClosed(f"this {self.backend} sandbox is closed; create a new one")
+        self._own()
         session = session if session is not None else request.session
         if session is not None:
             if not self.supports_sessions:
@@ -323,12 +356,25 @@ class Sandbox(abc.ABC):
         return {"backend": self.backend}
 
     def close(self) -> None:
-        """Stop the backend's helpers (zygote, containers...). Idempotent."""
+        """Stop the backend's helpers (zygote, containers...). Idempotent. In a process forked
+        from the one that made them, they are not this process's: only forgotten."""
+        self._own()
         self._closed = True
         with self._executor_lock:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
+
+    def _own(self) -> None:
+        """Called on every use: a fork that bypassed ``register_at_fork`` is noticed here."""
+        if os.getpid() != self._owner_pid:
+            self._forked()
+
+    def _forked(self) -> None:
+        """In a forked child: forget the parent's helpers (subclasses forget theirs too)."""
+        self._owner_pid = os.getpid()
+        self._executor_lock = threading.Lock()
+        self._executor = None  # its threads live in the parent only
 
     def __enter__(self) -> Sandbox:
         return self
@@ -346,6 +392,7 @@ class Sandbox(abc.ABC):
     # -- for subclasses -----------------------------------------------------------------------
 
     def _shared_executor(self) -> ThreadPoolExecutor:
+        self._own()
         with self._executor_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(

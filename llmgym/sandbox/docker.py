@@ -1,17 +1,29 @@
-"""The docker backend: a pool of warm, hardened containers, each running the zygote as its init.
+"""The docker backend: a pool of warm, hardened containers, each running the sandbox's zygote.
 
-Each container: no network (``network_mode="none"``), read-only root, tmpfs /tmp and /dev/shm,
-every capability dropped, no-new-privileges, Docker's default seccomp profile plus the sandbox's
-own filter, uid 65534, pids and memory limits. Its init is the sandbox's zygote in container
-mode (not tini: a program of the same uid could kill a tini-spawned agent, while a pid-1 agent
-ignores every signal its runs send it). It runs one program at a time; before each run it wipes
-/tmp, /dev/shm and SysV IPC objects, and after each run every process the run left is killed.
+Each container: no network (``network_mode="none"``), read-only root, every capability dropped
+but the four the zygote needs to build each run's isolation (``SYS_ADMIN`` for namespaces and
+mounts, ``SETUID``, ``SETGID``, ``SETPCAP``), no-new-privileges, pids and memory limits. Inside,
+the zygote (the container's agent, root of the container) does what it does on the local
+backend: every run gets new pid, mount, IPC, network and UTS namespaces, a fresh /tmp and
+/dev/shm, a read-only root, uid 65534 with no capabilities, no-new-privs and the seccomp filter.
+So a run starts from a state no earlier run can have touched (nothing to wipe, nothing a
+cleanup can miss), and the agent is out of its runs' reach (another pid namespace, another uid).
+
+Each run also gets cgroups of its own, made by this process *inside the container's cgroup*
+(``CgroupManager(parents=...)``): the run's peak memory and CPU time count every process of the
+run, reaped or not, and every tmpfs and memfd page it touched; its memory limit is its own, so
+an overrun through /tmp or a memfd is a ``memory_limit`` while the agent, outside that cgroup,
+lives on. Where the container's cgroups cannot be nested (a cgroup v2 host, whose container
+cgroups hold processes and so cannot delegate), the container's own cgroup stands in for the
+run's, and ``isolation()`` says so.
 
 The parent talks to each container's agent over a Unix socket bind-mounted into it, the same
 protocol as the local backend (file descriptors for the program's stdio are passed through it),
-so the Docker daemon must be local. The image is built offline from the host's own files: its
-Python installation (standard library), the shared libraries they need, a shell and coreutils,
-and, when present, gcc/g++ with libc headers. No registry is contacted.
+so the Docker daemon must be local. A run is killed with a pidfd of its init, or, where this
+process cannot signal into the container's pid namespace (a trainer in a pid namespace of its
+own), by asking the agent on the run's control socket. The image is built offline from the
+host's own files: its Python installation (standard library), the shared libraries they need, a
+shell and coreutils, and, when present, gcc/g++ with libc headers. No registry is contacted.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from llmgym.sandbox import local
+from llmgym.sandbox import _cgroup, local
 from llmgym.sandbox._zygote import DEFAULT_PATH
 from llmgym.sandbox.base import RunRequest, Sandbox
 from llmgym.sandbox.errors import BackendUnavailable
@@ -244,34 +256,65 @@ def build_image(client: Any = None, python: str | None = None, *, force: bool = 
 # ----------------------------------------------------------------------------------------------
 
 
+AGENT_CAPS = ("SYS_ADMIN", "SETUID", "SETGID", "SETPCAP")
+"""Capabilities the container keeps, for its agent to build each run's isolation; a run drops
+them all (uid 65534, empty bounding set, no-new-privs) before any of its code runs."""
+_AGENT_MEMORY_MB = 96
+"""Room the container has beyond its run's own limit: the agent, its spare run, kernel memory."""
+_AGENT_PROCESSES = 16
+
+
+def _container_cgroups(cid: str, version: int | None) -> dict[str, str] | None:
+    """The container's own cgroup directories as this host sees them (controller -> path),
+    to nest each run's cgroups in; None where it has none this process can find or nest in."""
+    if version != 1:
+        return None  # v2: the container's cgroup holds its processes, so it cannot delegate
+    found: dict[str, str] = {}
+    for c in ("memory", "pids", "cpuacct"):
+        for rel in (f"docker/{cid}", f"system.slice/docker-{cid}.scope"):
+            path = f"/sys/fs/cgroup/{c}/{rel}"
+            if os.path.isdir(path):
+                found[c] = path
+                break
+        else:
+            return None
+    return found
+
+
 class _Agent:
-    """One warm container and the socket to its zygote."""
+    """One warm container, the socket to its zygote, and the cgroups its runs get."""
 
     def __init__(self, owner: DockerSandbox, key: tuple[int, int, bool]) -> None:
         memory_mb, max_processes, network = key
         self.key = key
         self.runs = 0
+        self._owner_pid = os.getpid()
         self.sockdir = tempfile.mkdtemp(prefix="llmgym-docker-")
         os.chmod(self.sockdir, 0o755)
         path = os.path.join(self.sockdir, "agent.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock: socket.socket | None = None
         self.container: Any = None
+        self.cgroups: _cgroup.CgroupManager | None = None
+        self._cgroup: tuple[int, str] | None = None
         try:
             listener.bind(path)
             os.chmod(path, 0o777)
             listener.listen(1)
             cfg = {
-                "mode": "container",
+                "mode": "namespaces",
                 "socket_path": "/run/llmgym/agent.sock",
                 "uid": 65534,
                 "gid": 65534,
                 "userns": False,
                 "network": network,
-                "seccomp": owner.seccomp,
+                "binds": owner.binds,
+                "etc_binds": list(local._ETC_BINDS),
                 "preload": list(local.DEFAULT_PRELOAD),
+                "seccomp": owner.seccomp,
+                "init_spawner": True,
             }
-            self.container = owner.client.containers.run(
+            self.container = owner.docker().containers.run(
                 owner.image,
                 command=[owner.python, "-E", "-s", f"{AGENT_DIR}/_zygote.py", json.dumps(cfg)],
                 detach=True,
@@ -280,44 +323,55 @@ class _Agent:
                 auto_remove=True,
                 network_mode="bridge" if network else "none",
                 read_only=True,
-                tmpfs={
-                    "/tmp": f"rw,exec,nosuid,nodev,size={memory_mb}m,mode=1777",
-                    "/dev/shm": f"rw,nosuid,nodev,noexec,size={memory_mb}m",
-                },
                 cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                pids_limit=max_processes + 1,  # + the agent
-                # The agent's own ~20 MiB share the container's limit with the run.
-                mem_limit=f"{memory_mb + 32}m",
-                memswap_limit=f"{memory_mb + 32}m",
-                user="65534:65534",
+                cap_add=list(AGENT_CAPS),
+                security_opt=["no-new-privileges", *owner.security_opt],
+                pids_limit=max_processes + _AGENT_PROCESSES,
+                mem_limit=f"{memory_mb + _AGENT_MEMORY_MB}m",
+                memswap_limit=f"{memory_mb + _AGENT_MEMORY_MB}m",
+                user="0:0",
                 volumes={self.sockdir: {"bind": "/run/llmgym", "mode": "ro"}},
                 environment=owner.settings.base_env,
-                working_dir="/tmp",
+                working_dir="/",
                 labels={"llmgym.sandbox": str(os.getpid())},
                 ipc_mode="private",
             )
             listener.settimeout(60)
             self.sock, _ = listener.accept()
+            self.sock.settimeout(60)
             ready = json.loads(self.sock.recv(1 << 16) or b"{}")
+            self.sock.settimeout(None)
             if ready.get("type") != "ready":
-                raise BackendUnavailable(f"the container's agent did not start: {ready}")
+                detail = ready.get("detail") or ready or self._logs()
+                raise BackendUnavailable(f"the container's agent did not start: {detail}")
+            self._cgroup = self._find_cgroup()
+            parents = _container_cgroups(self.container.id, owner.host_cgroups)
+            if parents is not None:
+                manager = _cgroup.CgroupManager(parents=parents)
+                if manager.available:
+                    self.cgroups = manager
+                else:
+                    manager.close()
         except BaseException:
             self.close()
             raise
         finally:
             listener.close()
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        self._cgroup = self._find_cgroup()
+            # Connected (or failed): the folder has served; the container keeps its mount.
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+
+    def _logs(self) -> str:
+        try:
+            return self.container.logs().decode("utf-8", "replace")[-500:].strip() or "no answer"
+        except Exception:  # noqa: BLE001 - already gone
+            return "no answer"
 
     def _find_cgroup(self) -> tuple[int, str] | None:
         """(cgroup version, directory) of the container's memory cgroup, as the host sees it."""
         cid = self.container.id
         for version, path in (
             (1, f"/sys/fs/cgroup/memory/docker/{cid}"),
+            (1, f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope"),
             (2, f"/sys/fs/cgroup/system.slice/docker-{cid}.scope"),
             (2, f"/sys/fs/cgroup/docker/{cid}"),
         ):
@@ -347,7 +401,21 @@ class _Agent:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
         self.sock.sendmsg([data], anc)
 
+    def forget(self) -> None:
+        """In a forked child: close this process's copy of the socket; the container, its
+        cgroups and its socket folder stay the parent's."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        self.container = self.cgroups = None
+
     def close(self) -> None:
+        if os.getpid() != self._owner_pid:
+            self.forget()
+            return
+        # The runs' cgroups first: a container cgroup with cgroups below it cannot be removed.
+        if self.cgroups is not None:
+            self.cgroups.close()
         if self.sock is not None:
             self.sock.close()
         if self.container is not None:
@@ -355,11 +423,11 @@ class _Agent:
                 self.container.remove(force=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        shutil.rmtree(self.sockdir, ignore_errors=True)
 
 
 class _RunProbe:
-    """The container's cgroup, seen as one run's: OOM kills and peak memory since the run began.
+    """The container's cgroup, seen as one run's, where the run cannot have cgroups of its own
+    (see the module docstring): OOM kills and peak memory since the run began.
 
     One run at a time per container, so what the container's memory cgroup gained during the
     run is the run's (its program, its /tmp files, its kernel memory): the high-water mark is
@@ -419,6 +487,48 @@ class _RunProbe:
         self._peak_fd = None
 
 
+def _host_cgroup_version() -> int | None:
+    """The cgroup version Docker's containers get on this host (1 on hybrid mounts)."""
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return 2
+    if os.path.isdir("/sys/fs/cgroup/memory"):
+        return 1
+    return None
+
+
+def sweep_container_cgroups(client: Any = None) -> list[str]:
+    """Remove what dead sandboxes left inside containers' cgroups: the orphans of every
+    ``llmgym`` directory below a container's cgroup, then that directory and the cgroup of a
+    container that no longer exists, when empty (Docker cannot remove a container's cgroup
+    while cgroups of ours are below it). Returns the paths removed."""
+    removed: list[str] = []
+    live: set[str] | None = None
+    for base in _cgroup.llmgym_directories():
+        parent = os.path.dirname(base)
+        m = re.search(r"(?:^|/)(?:docker-)?([0-9a-f]{64})(?:\.scope)?$", parent)
+        if m is None:
+            continue  # not a container's
+        done, _ = _cgroup.sweep(base)
+        removed += [d.path for d in done]
+        try:
+            os.rmdir(base)
+            removed.append(base)
+        except OSError:
+            continue
+        if live is None:
+            try:
+                live = {c.id for c in (client or _client()).containers.list(all=True)}
+            except Exception:  # noqa: BLE001 - no daemon: leave containers' cgroups alone
+                live = {m.group(1)}
+        if m.group(1) not in live:
+            try:
+                os.rmdir(parent)
+                removed.append(parent)
+            except OSError:
+                pass
+    return removed
+
+
 class DockerSandbox(Sandbox):
     """Runs programs in a pool of warm hardened containers (see the module docstring).
 
@@ -427,7 +537,7 @@ class DockerSandbox(Sandbox):
         pool_size: warm containers per distinct (memory, processes, network) limits; default:
             ``max_concurrency``.
         recycle_after: replace a container after this many runs.
-        seccomp: add the sandbox's seccomp filter on top of Docker's.
+        seccomp: add the sandbox's seccomp filter to every run.
     """
 
     backend = "docker"
@@ -443,11 +553,12 @@ class DockerSandbox(Sandbox):
         max_concurrency: int | None = None,
     ) -> None:
         super().__init__(max_concurrency=max_concurrency)
-        self.client = _client()
+        self._client = _client()
+        self._client_pid = os.getpid()
         self.python = os.path.realpath(sys.executable)
         if image is None:
             try:
-                image = build_image(self.client, self.python)
+                image = build_image(self._client, self.python)
             except BackendUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -456,13 +567,40 @@ class DockerSandbox(Sandbox):
         self.pool_size = pool_size or self.max_concurrency
         self.recycle_after = recycle_after
         self.seccomp = seccomp
+        self.binds = local._host_binds(self.python, ())
+        self.host_cgroups = _host_cgroup_version()
+        self.security_opt = self._security_opt()
         self.settings = local.RunSettings(
-            backend=self.backend, python=self.python, fast_path=True, mode="container"
+            backend=self.backend, python=self.python, fast_path=True, mode="namespaces"
         )
         self._pools: dict[tuple[int, int, bool], queue.Queue[_Agent]] = {}
         self._all: set[_Agent] = set()
         self._lock = threading.Lock()
+        sweep_container_cgroups(self._client)
         self._pool(self._key(Limits()))  # fail now if containers cannot start
+
+    def docker(self) -> Any:
+        """The Docker client of this process (a forked child makes its own: a client's
+        connections cannot be shared between processes)."""
+        if self._client_pid != os.getpid():
+            self._client = _client()
+            self._client_pid = os.getpid()
+        return self._client
+
+    @property
+    def client(self) -> Any:
+        return self.docker()
+
+    def _security_opt(self) -> list[str]:
+        """What the daemon's own confinement needs to let the agent mount: Docker's AppArmor
+        profile forbids every mount, so the agent runs unconfined by it where it is on (each
+        run still has the sandbox's seccomp filter, no capabilities and uid 65534)."""
+        try:
+            info = self._client.info()
+        except Exception:  # noqa: BLE001
+            return []
+        options = " ".join(info.get("SecurityOptions") or [])
+        return ["apparmor=unconfined"] if "apparmor" in options else []
 
     @staticmethod
     def _key(limits: Limits) -> tuple[int, int, bool]:
@@ -481,11 +619,16 @@ class DockerSandbox(Sandbox):
                 return pool
             pool = queue.Queue()
             self._pools[key] = pool
-        agents = []
-        threads = [
-            threading.Thread(target=lambda: agents.append(self._new_agent(key)))
-            for _ in range(self.pool_size)
-        ]
+        agents: list[_Agent] = []
+        errors: list[str] = []
+
+        def start() -> None:
+            try:
+                agents.append(self._new_agent(key))
+            except Exception as exc:  # noqa: BLE001 - reported below if none starts
+                errors.append(str(exc))
+
+        threads = [threading.Thread(target=start) for _ in range(self.pool_size)]
         for t in threads:
             t.start()
         for t in threads:
@@ -493,7 +636,10 @@ class DockerSandbox(Sandbox):
         if not agents:
             with self._lock:
                 del self._pools[key]
-            raise BackendUnavailable(f"no sandbox container could start from image {self.image}")
+            why = errors[0] if errors else "no reason given"
+            raise BackendUnavailable(
+                f"no sandbox container could start from image {self.image}: {why}"
+            )
         for a in agents:
             pool.put(a)
         return pool
@@ -508,18 +654,22 @@ class DockerSandbox(Sandbox):
         pool = self._pool(key)
         agent = pool.get()
         healthy = False
-        probe = _RunProbe(agent)
+        probe = _RunProbe(agent) if agent.cgroups is None else None
         try:
             result = local.execute_on(
-                agent, request, self.settings, None, oom_probe=probe, container=True
+                agent,
+                request,
+                self.settings,
+                agent.cgroups,
+                oom_probe=probe,
+                container=agent.cgroups is None,
             )
             agent.runs += 1
             healthy = result.status != "sandbox_error" and agent.runs < self.recycle_after
             return result
-        except OSError:
-            raise
         finally:
-            probe.close()
+            if probe is not None:
+                probe.close()
             if healthy and not self._closed:
                 pool.put(agent)
             else:
@@ -530,44 +680,64 @@ class DockerSandbox(Sandbox):
                     except Exception:  # noqa: BLE001 - retried at the next run
                         pass
 
-    def _peak_memory_mode(self) -> str:
-        """``"cgroup"`` where a run's peak memory is its container's cgroup high-water mark, reset
-        when the run starts; ``"rss"`` (the program's peak resident set, which also counts the
-        warm interpreter's pages it shares) where the kernel cannot reset that mark."""
+    def _accounting(self) -> str:
+        """``"run cgroup"`` where each run has cgroups of its own inside its container;
+        ``"container cgroup"`` where the container's stands in for the run's (peak memory reset
+        when the run starts); ``"rss"`` where not even that is readable."""
         with self._lock:
             agent = next(iter(self._all), None)
+        if agent is not None and agent.cgroups is not None:
+            return "run cgroup"
         cg = agent._cgroup if agent is not None else None
         if cg is None:
             return "rss"
         version, path = cg
         if version == 1:  # resetting here would disturb a run in flight: ask, don't try
-            return "cgroup" if os.access(path + "/memory.max_usage_in_bytes", os.W_OK) else "rss"
+            ok = os.access(path + "/memory.max_usage_in_bytes", os.W_OK)
+            return "container cgroup" if ok else "rss"
         try:  # v2: a reset is private to the file descriptor that made it
             fd = os.open(path + "/memory.peak", os.O_RDWR | os.O_CLOEXEC)
         except OSError:
             return "rss"
         try:
             os.write(fd, b"reset")
-            return "cgroup"
+            return "container cgroup"
         except OSError:
             return "rss"
         finally:
             os.close(fd)
 
     def isolation(self) -> dict[str, Any]:
+        accounting = self._accounting()
+        degraded = []
+        if accounting != "run cgroup":
+            degraded.append(
+                "runs cannot have cgroups of their own inside the container (cgroup v2 host): "
+                f"memory and CPU are the container's ({accounting}), limited with the agent's"
+            )
+        if self.security_opt:
+            degraded.append(f"the agent runs with {', '.join(self.security_opt)} (it mounts)")
         return {
             "backend": self.backend,
             "image": self.image,
-            "container": "no network, read-only root, tmpfs /tmp and /dev/shm, cap_drop ALL, "
-            "no-new-privileges, uid 65534, pids and memory limits",
-            "peak_memory": self._peak_memory_mode(),
+            "container": "no network, read-only root, cap_drop ALL but "
+            f"{', '.join(AGENT_CAPS)} (the agent's), no-new-privileges, pids and memory limits",
+            "namespaces": ["pid", "mount", "net", "ipc", "uts"],
+            "uid": 65534,
+            "peak_memory": accounting,
             "seccomp": self.seccomp,
             "pool_size": self.pool_size,
-            "degraded": [
-                "per-run isolation inside a container is process-level (one run at a time per "
-                "container, cleanup between runs); memory limits are the container's",
-            ],
+            "degraded": degraded,
         }
+
+    def _forked(self) -> None:
+        super()._forked()
+        for agent in list(self._all):
+            agent.forget()  # the parent's containers: left running, for the parent
+        self._all = set()
+        self._pools = {}
+        self._lock = threading.Lock()
+        self._client_pid = -1  # its connections are the parent's: a new client on first use
 
     def close(self) -> None:
         super().close()
@@ -575,12 +745,17 @@ class DockerSandbox(Sandbox):
             agents = list(self._all)
             self._all.clear()
             self._pools.clear()
-        threads = [threading.Thread(target=a.close) for a in agents]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        try:
-            self.client.close()
-        except Exception:  # noqa: BLE001
-            pass
+        if sys.is_finalizing():  # no new threads now: one after the other
+            for a in agents:
+                a.close()
+        else:
+            threads = [threading.Thread(target=a.close) for a in agents]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if self._client_pid == os.getpid():
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001
+                pass

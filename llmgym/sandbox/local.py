@@ -135,6 +135,15 @@ class _Zygote:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def forget(self) -> None:
+        """In a forked child: close this process's copies of the zygote's socket and log, and
+        leave the zygote (the parent's) running."""
+        for f in (self.sock, self._stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
     def stderr_tail(self, n: int = 2000) -> str:
         try:
             self._stderr.seek(0)
@@ -573,6 +582,14 @@ class _Supervisor:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            except OSError:
+                # EINVAL: the run's processes live in a pid namespace this process cannot
+                # reach (a trainer in a container of its own driving the docker backend's
+                # containers). The zygote can: ask it.
+                try:
+                    self.ctrl.send(b'{"type": "kill"}')
+                except OSError:
+                    pass
 
     def starved_s(self) -> float:
         """The longest CPU wait of a thread of the run since its code started.
@@ -1081,6 +1098,14 @@ class LocalSandbox(Sandbox):
             "python": self.python,
             "degraded": degraded,
         }
+
+    def _forked(self) -> None:
+        super()._forked()
+        for z in self._zygotes.values():
+            z.forget()
+        self._zygotes = {}  # the next run starts this process's own zygote
+        self._zlock = threading.Lock()
+        # The cgroup manager forgets the parent's cgroups by itself (see _cgroup).
 
     def close(self) -> None:
         super().close()

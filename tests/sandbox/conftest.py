@@ -74,12 +74,15 @@ def _our_containers() -> list[str]:
         return []
 
 
-def _own_run_cgroups() -> list[str]:
-    prefix = f"r{os.getpid()}@"
+def _own_run_cgroups(anchors: bool = False) -> list[str]:
+    """This process's run cgroups (``r<pid>.<token>-<n>``), in every hierarchy (containers'
+    included), and with ``anchors`` its sandboxes' anchors (``o<pid>.<token>``) too."""
+    prefixes = (f"r{os.getpid()}.", f"o{os.getpid()}.") if anchors else (f"r{os.getpid()}.",)
     found = []
     for root, dirs, _files in os.walk("/sys/fs/cgroup"):
         if os.path.basename(root) == "llmgym":
-            found += [os.path.join(root, d) for d in dirs if d.startswith(prefix)]
+            found += [os.path.join(root, d) for d in dirs if d.startswith(prefixes)]
+            dirs[:] = []
         if root.count("/") > 8:
             dirs[:] = []
     return found
@@ -153,7 +156,8 @@ def no_leftovers() -> Iterator[None]:
     assert not ours, f"processes left behind: {ours}"
     assert _mounts() == mounts, "mounts left behind in the test process's namespace"
     assert not _our_containers(), f"containers left behind: {_our_containers()}"
-    assert not _own_run_cgroups(), f"cgroups left behind: {_own_run_cgroups()}"
+    left = _own_run_cgroups(anchors=True)
+    assert not left, f"cgroups left behind: {left}"
     assert not _our_fds("/memfd:llmgym"), "payload/stdin memfds leaked"
     # Ray and the Docker SDK keep sockets of their own; pipes are ours (stdout, stderr, results).
     assert len(_our_fds("pipe:")) <= len(pipes) + 4, "pipes leaked"

@@ -381,3 +381,39 @@ def test_run_cgroups_are_fresh_for_every_run_and_all_removed_at_close() -> None:
     left = set(_own_run_cgroups())
     assert not left & mine  # closed: nothing of theirs is left
     assert left == ahead
+
+
+def test_the_readme_snippet_exits_promptly_without_close(docker_sandbox: Sandbox) -> None:
+    """The README's sandbox snippet with "docker" and no close(): the interpreter exits
+    promptly (it once hung 14 minutes), leaving no container and no /tmp/llmgym-docker-* folder;
+    ``with get_sandbox(...)`` closes as well."""
+    import glob
+    import subprocess
+    import sys
+    import time
+
+    import docker
+
+    before = set(glob.glob("/tmp/llmgym-docker-*"))
+    for body in (
+        "sb = get_sandbox('docker')\nprint(sb.run(code='print(1)').stdout.strip())\n",
+        "with get_sandbox('docker') as sb:\n    print(sb.run(code='print(1)').stdout.strip())\n",
+        "sb = get_sandbox('docker')\nprint(sb.run(code='print(1)').stdout.strip())\n"
+        "raise SystemExit(3)\n",
+    ):
+        script = f"import os\nfrom llmgym.sandbox import get_sandbox\nprint(os.getpid())\n{body}"
+        start = time.monotonic()
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        )
+        took = time.monotonic() - start
+        pid, ran = out.stdout.split()[:2]
+        assert ran == "1" and out.returncode in (0, 3), out.stderr[-2000:]
+        assert took < 60, took
+        client = docker.from_env(timeout=30)
+        try:
+            left = client.containers.list(all=True, filters={"label": f"llmgym.sandbox={pid}"})
+        finally:
+            client.close()
+        assert not left, left
+    assert set(glob.glob("/tmp/llmgym-docker-*")) <= before
