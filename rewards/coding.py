@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from llmgym.rewards.base import RewardResult, Rubric
@@ -126,7 +127,12 @@ def compare_output(
 
 
 def _sort_key(value: Any) -> str:
-    return f"{type(value).__name__}:{value!r}"
+    if type(value) is int:
+        return f"int:{value:x}"  # hex: no digit limit (repr refuses ints past 4300 digits)
+    try:
+        return f"{type(value).__name__}:{value!r}"
+    except (ValueError, RecursionError):  # an int past the limit inside, or nested too deeply
+        return f"{type(value).__name__}:?"
 
 
 def values_equal(
@@ -146,6 +152,9 @@ def values_equal(
     ``unordered`` compares a top-level list as a multiset, its items as ``exact`` (or as
     ``float`` for numbers).
 
+    It never raises on a value: one that no comparison can take (an int beyond any float
+    against a float answer compares exactly; a value nested past the stack) is not equal.
+
     >>> values_equal([1, 2], (1, 2)), values_equal({"a": [1]}, {"a": (1,)}), values_equal(1, 1.0)
     (True, True, True)
     >>> values_equal([0.1 + 0.2], [0.3]), values_equal([0.1 + 0.2], [0.3], "float")
@@ -154,22 +163,44 @@ def values_equal(
     (True, False)
     >>> values_equal({1, 2}, {2, 1}), values_equal("1", 1)
     (True, False)
+    >>> values_equal(10**400, 0.5, "float"), values_equal([10**400], [1e308], "unordered")
+    (False, False)
     """
-    if mode == "exact":
-        return _equal(got, expected, None)
-    if mode == "float":
-        return _equal(got, expected, (abs_tol, rel_tol))
-    if mode == "unordered":
+    if mode not in VALUE_MODES:
+        raise ValueError(f"unknown value comparison mode {mode!r}; choose one of {VALUE_MODES}")
+    try:
+        if mode == "exact":
+            return _equal(got, expected, None)
+        if mode == "float":
+            return _equal(got, expected, (abs_tol, rel_tol))
         if not isinstance(got, (list, tuple)) or not isinstance(expected, (list, tuple)):
             return _equal(got, expected, (abs_tol, rel_tol))
         if len(got) != len(expected):
             return False
         a, b = sorted(got, key=_sort_key), sorted(expected, key=_sort_key)
         return all(_equal(x, y, (abs_tol, rel_tol)) for x, y in zip(a, b, strict=True))
-    raise ValueError(f"unknown value comparison mode {mode!r}; choose one of {VALUE_MODES}")
+    except (RecursionError, OverflowError, ValueError, TypeError, MemoryError):
+        return False  # nested past the stack, or otherwise beyond comparing: not the answer
 
 
 _SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
+def _close(got: int | float, expected: int | float, tol: tuple[float, float]) -> bool:
+    """``numbers_close`` for any two numbers, ints beyond the float range included (exactly)."""
+    try:
+        return numbers_close(float(got), float(expected), abs_tol=tol[0], rel_tol=tol[1])
+    except OverflowError:  # an int past 1.8e308 on one side: compare exactly
+        pass
+    if isinstance(got, float) and not math.isfinite(got):
+        return False
+    if isinstance(expected, float) and not math.isfinite(expected):
+        return False
+    abs_tol, rel_tol = tol
+    if math.isinf(abs_tol) or math.isinf(rel_tol):
+        return True
+    diff = abs(Fraction(got) - Fraction(expected))
+    return diff <= Fraction(abs_tol) or diff <= Fraction(rel_tol) * abs(Fraction(expected))
 
 
 def _equal(got: Any, expected: Any, tol: tuple[float, float] | None) -> bool:
@@ -186,7 +217,7 @@ def _equal(got: Any, expected: Any, tol: tuple[float, float] | None) -> bool:
     if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
         if tol is None or (isinstance(expected, int) and isinstance(got, int)):
             return bool(got == expected)
-        return numbers_close(float(got), float(expected), abs_tol=tol[0], rel_tol=tol[1])
+        return _close(got, expected, tol)
     if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
         return len(got) == len(expected) and all(
             _equal(x, y, tol) for x, y in zip(got, expected, strict=True)

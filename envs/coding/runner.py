@@ -260,6 +260,50 @@ def _builtin_exception_name(exc: BaseException) -> str:
     return "BaseException"
 
 
+BUILTIN_EXCEPTIONS = frozenset(
+    name
+    for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+)
+JUDGE_KINDS = frozenset({"timeout", "budget", "output limit", "exited", "value too large",
+                         "protocol"})  # fmt: skip
+"""Kinds of failure the judges name themselves (no exception was raised)."""
+UNKNOWN_ERROR = "unknown"
+"""The error type of a reply that named no builtin exception: the worker always names one (the
+first builtin class of the exception's MRO), so anything else was written by the candidate."""
+NAME_CAP, MSG_CAP = 100, 2000
+
+
+def error_kind(value: Any) -> str:
+    """An error record's type as it may be reported: a builtin exception's name or one of the
+    judges' own kinds, else :data:`UNKNOWN_ERROR` (never text of the candidate's choosing).
+
+    >>> error_kind("ValueError"), error_kind("timeout"), error_kind("zq123"), error_kind([1])
+    ('ValueError', 'timeout', 'unknown', 'unknown')
+    """
+    if type(value) is str and (value in BUILTIN_EXCEPTIONS or value in JUDGE_KINDS):
+        return value
+    return UNKNOWN_ERROR
+
+
+def _text(value: Any, cap: int, *, tail: bool = False) -> str:
+    """A candidate-written string field, capped (anything that is not a string is dropped)."""
+    if type(value) is not str:
+        return ""
+    return value[-cap:] if tail else value[:cap]
+
+
+def safe_error(error: Any) -> dict[str, Any]:
+    """An error record from a worker's reply with its type mapped by :func:`error_kind` and
+    its text fields capped (a reply is the candidate's to forge, in any size)."""
+    err = error if isinstance(error, dict) else {}
+    out: dict[str, Any] = {"type": error_kind(err.get("type"))}
+    for key, cap, tail in (("name", NAME_CAP, False), ("msg", MSG_CAP, False), ("tb", TAIL, True)):
+        if key in err:
+            out[key] = _text(err[key], cap, tail=tail)
+    return out
+
+
 _PRCTL: Any = None
 
 
@@ -503,8 +547,12 @@ class Channel:
         fields["k"] = kind
         try:  # UTF-8 keeps non-ASCII output at most 4 bytes a character (escapes take 6-12)
             body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate in a returned string
-            body = json.dumps(fields, ensure_ascii=True, allow_nan=False).encode()
+        except ValueError:  # a lone surrogate in a string, or a NaN W wrote into its reply
+            body = json.dumps(fields, ensure_ascii=True).encode()
+        except RecursionError:  # a reply nested past J's stack: no value, a failed test
+            fields = {"k": kind, "i": fields.get("i"), "phase": fields.get("phase"), "ok": False,
+                      "error": {"type": "protocol"}, "wall_s": fields.get("wall_s")}  # fmt: skip
+            body = json.dumps(fields).encode()
         line = self.prefix + body + b"\n"
         self.waiting.append(line)
         self.size += len(line)
@@ -719,14 +767,12 @@ def call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
 
 def reply_fields(rec: dict[str, Any], wall: float) -> dict[str, Any]:
     """A test record's fields from W's answer ``rec`` to its request, timed ``wall`` seconds."""
-    fields: dict[str, Any] = {"ok": bool(rec.get("ok")), "wall_s": round(wall, 6)}
-    if rec.get("ok"):
+    fields: dict[str, Any] = {"ok": rec.get("ok") is True, "wall_s": round(wall, 6)}
+    if fields["ok"]:
         fields["value"] = rec.get("value")
     else:
-        fields["error"] = _as_dict(rec.get("error"))
-    if isinstance(rec.get("m"), (int, float)):
-        fields["mem_mb"] = rec["m"]
-    return fields
+        fields["error"] = safe_error(rec.get("error"))
+    return fields  # W's own figures ("t", "m") are the candidate's to forge: not used
 
 
 class _ScriptTimeout(BaseException):
@@ -749,6 +795,7 @@ class Judge:
         self.cpu = 0.0
         self.maxrss_kb = 0.0
         self.compile_failed = False
+        self.compiled = False  # a W has compiled the program (its later reports are forgeries)
         self.import_error: dict[str, Any] | None = None
         self.static_sent = False
         self.server: ProgramServer | None = None
@@ -778,8 +825,8 @@ class Judge:
         self.tails = {"stdout": _Tail(), "stderr": _Tail()}
 
     def test_record(self, i: int, **fields: Any) -> None:
-        if self.phase == "hidden" and "error" in fields and isinstance(fields["error"], dict):
-            fields["error"] = {"type": fields["error"].get("type", "Exception")}
+        if self.phase == "hidden" and "error" in fields:
+            fields["error"] = {"type": error_kind(_as_dict(fields["error"]).get("type"))}
         self.ch.emit("test", i=i, phase=self.phase, **fields)
 
     # -- the worker's life --------------------------------------------------------------------
@@ -803,20 +850,27 @@ class Judge:
                 self.static_sent = True
                 self.ch.emit("static", ok=bool(rec.get("ok")), facts=rec.get("facts"))
             elif kind == "compile":
-                if not rec.get("ok"):
+                if rec.get("ok"):
+                    self.compiled = True
+                elif self.compiled:
+                    # It compiled before: this report is the candidate's own (a restarted W
+                    # that has seen inputs could put them in it). A failure, without its text.
+                    w.finish(kill=True)
+                    return "protocol"
+                else:
                     w.finish(kill=True)
                     self.compile_failed = True
-                    self.ch.emit("compile", ok=False, error=str(rec.get("error", ""))[-TAIL:])
+                    self.ch.emit(
+                        "compile", ok=False, error=_text(rec.get("error"), TAIL, tail=True)
+                    )
                     return "compile"
             elif kind == "import":
                 if not rec.get("ok"):
                     w.finish(kill=True)
-                    err = _as_dict(rec.get("error"))
-                    self.import_error = {"type": str(err.get("type", "Exception"))}
+                    err = safe_error(rec.get("error"))
+                    self.import_error = {"type": err["type"]}
                     if self.phase == "visible":
-                        self.import_error.update(
-                            msg=str(err.get("msg", ""))[:2000], tb=str(err.get("tb", ""))[-TAIL:]
-                        )
+                        self.import_error.update(msg=err.get("msg", ""), tb=err.get("tb", ""))
                     return "import"
                 self.worker = w
                 return None
@@ -999,12 +1053,15 @@ class Judge:
         if self.server is None:
             server = ProgramServer(self.job)
             why, detail = server.start(min(time.monotonic() + self.timeout, self.budget_end))
+            if why == "compile" and self.compiled:  # it compiled before: not a compile error
+                why, detail = "exited", "the program's server failed to start again"
             if why == "compile":
                 self.compile_failed = True
                 self.ch.emit("compile", ok=False, error=detail[-TAIL:])
                 return {"why": "compile"}
             if why is not None:
                 return {"ok": False, "error": {"type": why, "msg": detail}, "why": why}
+            self.compiled = True
             self.server = server
         return self.server
 
@@ -1084,39 +1141,15 @@ class Judge:
         return {**fields, "ok": False, "error": {"type": "exited", "msg": f"the program {reaped.describe()}"},
                 "why": "exited"}  # fmt: skip
 
-    def compile_native(self) -> bool:
-        job = self.job
-        argv = job.get("compile_argv")
-        if not argv:
-            return True
-        import subprocess
-
-        try:
-            proc = subprocess.run(
-                argv, cwd=os.path.dirname(job["source"]) or ".", stdin=subprocess.DEVNULL,
-                capture_output=True, timeout=float(job.get("compile_timeout_s", 30)),
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            self.ch.emit("compile", ok=False, error="compilation timed out")
-            return False
-        except OSError as e:
-            self.ch.emit("compile", ok=False, error=f"cannot run the compiler: {e}")
-            return False
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        if proc.returncode != 0:
-            self.ch.emit("compile", ok=False, error=text[-TAIL:] or f"exit code {proc.returncode}")
-            return False
-        return True
-
     # -- the whole job ------------------------------------------------------------------------
 
     def run(self) -> None:
         job = self.job
         stdio = job["mode"] == "stdio"
         visible = job["visible"]
-        if stdio and not self.compile_native():
-            return
-        self.budget_end = time.monotonic() + float(job["budget_s"])  # compiling is not testing
+        if job.get("binary"):
+            _install_binary(job["binary"], job["argv"][0])
+        self.budget_end = time.monotonic() + float(job["budget_s"])
         if stdio:
             # S starts (and compiles a Python program) before J has read the hidden tests.
             if self.ensure_server() == {"why": "compile"}:
@@ -1398,6 +1431,58 @@ def _run_python_code(path: str, code: Any) -> None:
     os._exit(exit_code)
 
 
+def compile_native(job: dict[str, Any]) -> str | None:
+    """Run the compile step of a C/C++ program: ``None``, or what went wrong."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            job["compile_argv"], cwd=os.path.dirname(job["source"]) or ".",
+            stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=float(job.get("compile_timeout_s", 30)),
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "compilation timed out"
+    except OSError as e:
+        return f"cannot run the compiler: {e}"
+    if proc.returncode != 0:
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        return text[-TAIL:] or f"exit code {proc.returncode}"
+    return None
+
+
+def build_native(job: dict[str, Any], ch: Channel) -> None:
+    """Mode ``build``: compile a C/C++ program and send the binary back (base64).
+
+    A run of its own, so that the compiler's memory and CPU (hundreds of MB and seconds for
+    C++) are not the program's: the tests' run gets the binary and measures the program."""
+    error = compile_native(job)
+    if error is not None:
+        ch.emit("compile", ok=False, error=error)
+        return
+    try:
+        with open(job["output"], "rb") as f:
+            data = f.read()
+    except OSError as e:
+        ch.emit("compile", ok=False, error=f"the compiler wrote no program: {e}")
+        return
+    import base64
+
+    ch.emit("binary", data=base64.b64encode(data).decode("ascii"))
+
+
+def _install_binary(shipped: str, path: str) -> None:
+    """The program as the build run made it, made executable under its own name (the shipped
+    file belongs to the sandbox, so a copy: the run's own, mode 0755)."""
+    with open(shipped, "rb") as f:
+        data = f.read()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o755)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
 def run_special_judge(job: dict[str, Any], ch: Channel) -> None:
     """Mode ``judge``: call the task's ``judge(...)`` on each item (no candidate code here)."""
     namespace: dict[str, Any] = {"__name__": "__judge__"}
@@ -1445,9 +1530,9 @@ def main() -> None:
         serve_calls(job)
         os._exit(0)
     ch = Channel(str(job["nonce"]))
-    if job["mode"] == "judge":
-        ch.emit("start", mode="judge")
-        run_special_judge(job, ch)
+    if job["mode"] in ("judge", "build"):
+        ch.emit("start", mode=job["mode"])
+        (run_special_judge if job["mode"] == "judge" else build_native)(job, ch)
         ch.emit("end")
         os._exit(0)
     ch.emit("start", mode=job["mode"], visible=len(job["visible"]))

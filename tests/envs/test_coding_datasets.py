@@ -228,3 +228,20 @@ def test_unconvertible_checks_keep_their_setup_in_order():
     script = tests[1]["script"]
     assert "x = [1, 2]" in script and "assert candidate(x) == 3" in script
     assert "candidate([5])" not in script and script.rstrip().endswith("check(candidate)")
+
+
+def test_mbpp_an_answer_failing_the_shown_test_loses_its_share():
+    """MBPP's grader runs every assert, the shown one included: so does the pass rate here."""
+    env = CodingEnv(tasks=DATA / "mbpp.jsonl", dataset_format="mbpp")
+    problem = Problem.from_answer(env.source.get("mbpp-11").answer)
+    n = len(problem.tests)
+    # Right on every hidden input, wrong on the shown one ("hello", "l").
+    cheat = (
+        "```python\ndef remove_Occ(s, ch):\n    if s == 'hello':\n        return 'wrong'\n"
+        "    i = s.find(ch)\n    if i >= 0:\n        s = s[:i] + s[i + 1:]\n"
+        "    j = s.rfind(ch)\n    if j >= 0:\n        s = s[:j] + s[j + 1:]\n    return s\n```"
+    )
+    _, reward, _, _, info = _grade(env, "mbpp-11", cheat)
+    assert info["exec"]["pass_rate"] == pytest.approx((n - 1) / n)
+    assert reward == pytest.approx(10 * (n - 1) / n)
+    assert "Visible test failed" in info["feedback"]

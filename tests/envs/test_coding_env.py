@@ -87,7 +87,7 @@ def test_no_code_feedback_says_what_to_do(env):
 def test_visible_failure_feedback_names_expected_and_got(env):
     obs, _, _, _, info = step(env, "```python\ndef two_sum(nums, target):\n    return [9, 9]\n```")
     assert "Visible test failed: two_sum(" in obs and "Expected: " in obs and "Got: [9, 9]" in obs
-    assert "0 of 10 hidden tests passed." in obs
+    assert "0 of 10 hidden tests passed; failed: wrong answer (10)." in obs
     visible = [t for t in info["exec"]["tests"] if not t["hidden"]]
     assert visible and all("got" in t for t in visible)
 

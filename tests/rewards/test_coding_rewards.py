@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from llmgym.rewards.base import Rubric
 from llmgym.rewards.coding import (
     DEFAULT_WEIGHTS,
     OUTPUT_MODES,
+    VALUE_MODES,
     ExecFacts,
     coding_rubric,
     compare_output,
@@ -106,6 +107,105 @@ def test_values_equal_semantics():
     assert not values_equal([[1, 2]], [[1, 2, 3]], "unordered")
     with pytest.raises(ValueError):
         values_equal(1, 1, "approximately")
+
+
+# --- hostile values: a wrong answer, never an exception --------------------------------------
+
+huge_ints = st.integers(min_value=10**300, max_value=10**500) | st.integers(
+    min_value=-(10**500), max_value=-(10**300)
+)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | huge_ints
+    | st.floats()  # NaN and infinities included
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+)
+hashable = st.recursive(
+    scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3), max_leaves=6
+)
+hostile = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3) | hashable, inner, max_size=3)
+        | st.sets(hashable, max_size=3)
+        | st.frozensets(hashable, max_size=3)
+    ),
+    max_leaves=20,
+)
+tolerances = st.floats(min_value=0, max_value=1e300) | st.sampled_from([0.0, 1e-6, float("inf")])
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(hostile, hostile, st.sampled_from(VALUE_MODES), tolerances, tolerances)
+@example(10**400, 0.5, "float", 1e-6, 1e-6)
+@example([10**400], [0.5], "unordered", 1e-6, 1e-6)
+@example({"a": (1, -(10**4000))}, {"a": (1, 2.5)}, "float", 0.0, 0.0)
+def test_hostile_values_never_crash_the_comparator(got, expected, mode, abs_tol, rel_tol):
+    """Huge ints against floats (OverflowError in float()), NaN, infinities, bytes, sets of
+    mixed types, dicts with tuple keys: values_equal answers, it never raises."""
+    out = values_equal(got, expected, mode, abs_tol=abs_tol, rel_tol=rel_tol)
+    assert isinstance(out, bool)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(huge_ints | st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=4),
+    st.sampled_from(VALUE_MODES),
+)
+def test_a_value_holding_a_huge_int_never_equals_a_float_answer(got, mode):
+    if not any(isinstance(x, int) for x in got):
+        got = [*got, 10**400]
+    expected = [0.5] * len(got)
+    assert not values_equal(got, expected, mode)
+    assert not values_equal(got[0] if isinstance(got[0], int) else got[-1], 0.5, mode)
+
+
+def test_huge_ints_are_wrong_answers_in_every_mode():
+    for mode in VALUE_MODES:
+        assert not values_equal(10**400, 0.5, mode)
+        assert not values_equal([10**400, 1], [0.5, 1.0], mode)
+        assert not values_equal({"a": -(10**400)}, {"a": 1e308}, mode)
+        assert not values_equal(0.5, 10**400, mode)
+        assert values_equal(10**400, 10**400, mode)
+    assert values_equal(10**20, 1e20, "float") and not values_equal(10**400, float("inf"), "float")
+    assert not values_equal([b"x", 1], [1, b"x"], "exact")
+    assert values_equal([b"x", 1, 10**5000], [1, 10**5000, b"x"], "unordered")
+
+
+deep = st.recursive(
+    st.just([]), lambda inner: st.lists(inner, min_size=1, max_size=1), max_leaves=3
+)
+
+
+def _nest(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_deeply_nested_values_are_compared_or_refused_never_crash():
+    for depth in (10, 500, 5000):
+        for mode in VALUE_MODES:
+            assert isinstance(values_equal(_nest(depth), _nest(depth), mode), bool)
+            assert not values_equal(_nest(depth), [1.0], mode)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.text() | st.sampled_from(["9" * 5000, "1e999 -1e999 nan inf", "\udcff\x00", "0.5 " * 3000]),
+    st.text(max_size=30) | st.sampled_from(["0.5 1.5", "nan", "inf", "9" * 400]),
+    st.sampled_from(OUTPUT_MODES),
+    tolerances,
+    tolerances,
+)
+def test_hostile_output_never_crashes_the_stdio_comparator(got, expected, mode, abs_tol, rel_tol):
+    assert isinstance(compare_output(got, expected, mode, abs_tol=abs_tol, rel_tol=rel_tol), bool)
 
 
 # --- the rubric ---------------------------------------------------------------------------------
