@@ -64,6 +64,8 @@ class Options:
     timeout_s: float = 2.0
     deadline: float = math.inf
     """``time.monotonic()`` after which no more symbolic work starts."""
+    lists_as_tuples: bool = False
+    """A bare list or a set, read in the order written, equals a tuple (``(1, 3) == {1,3}``)."""
 
     @property
     def tolerant(self) -> bool:

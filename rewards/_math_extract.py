@@ -10,7 +10,13 @@ import re
 from collections import deque
 
 from llmgym.rewards._math_eval import Options
-from llmgym.rewards._math_parse import KNOWN_WORDS, ParseError, normalize, parse
+from llmgym.rewards._math_parse import (
+    KNOWN_WORDS,
+    ParseError,
+    normalize,
+    parse,
+    undouble_backslashes,
+)
 from llmgym.rewards._math_values import to_value, values_eq
 
 MAX_BOX_CHARS = 100_000
@@ -48,7 +54,6 @@ _SENTENCE_END_RE = re.compile(
     r"(?<!\d)\.(?!\d)|\.(?=\s|$)|\s(?:because|since|which|as|so|where|when|but|for|given)\s|[!?]"
 )
 _SENTENCE_SPLIT_RE = re.compile(r"(?<!\d)\.(?!\d)|\.(?=\s)|[!?;]")
-_LAST_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\.\.\.|…)?")
 _THINK_END = "</think>"
 
 
@@ -108,20 +113,35 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
     return boxes
 
 
-def _connective(gap: str) -> str | None:
-    """How two answers separated by ``gap`` relate: "and", "or", "none" (juxtaposed) or None
-    (the gap is prose: the answers are not one final group)."""
-    if len(gap) > 80:
-        return None
+_RETRACTIONS = {
+    "no", "not", "wait", "actually", "instead", "rather", "wrong", "mistake", "incorrect",
+    "correction", "oops", "sorry", "redo", "recheck", "hmm", "but", "maybe", "possibly",
+    "perhaps", "either", "or", "alternatively", "otherwise",
+}  # fmt: skip
+
+
+def _gap_words(gap: str) -> list[str]:
     g = _GAP_CLEAN_RE.sub(" ", gap)
     g = _PREFIX_RE.sub("", g.strip())
-    words = _GAP_WORD_RE.findall(g.lower())
+    return _GAP_WORD_RE.findall(g.lower())
+
+
+def _connective(gap: str) -> str | None:
+    """How two answers separated by ``gap`` relate: "and", "or", "none" (juxtaposed) or None
+    (the gap is prose: the answers are not one final group). A short label ending in "and"
+    (``\\boxed{3} \\text{ for part (a) and } \\boxed{4}``) joins too, unless it takes the
+    first answer back or hedges."""
+    if len(gap) > 80:
+        return None
+    words = _gap_words(gap)
     if not words:
         return "none"
     if set(words) <= {",", ";", "and"}:
         return "and"
     if "or" in words and len(words) <= 6:  # "or", "or maybe", ", or possibly even"
         return "or"
+    if words[-1] == "and" and len(words) <= 12 and not set(words) & _RETRACTIONS:
+        return "and"
     return None
 
 
@@ -307,7 +327,7 @@ def _parses(candidate: str) -> bool:
     return node[0] != "text" or len(candidate) <= 40
 
 
-def _trim_prose(s: str, from_start: bool = True) -> str | None:
+def _trim_prose(s: str, from_start: bool = True, after_verbs: bool = True) -> str | None:
     """A math answer from a line of prose after an answer marker: cut at the end of the
     sentence, then drop trailing words until what is left parses. Unless ``from_start``, the
     answer must follow a verb or "=" ("... is 12 units", "(x, y) = (4, -1)")."""
@@ -318,17 +338,23 @@ def _trim_prose(s: str, from_start: bool = True) -> str | None:
     s = s.strip(" ,;:")
     words = s.split()[:40]
     # "The perimeter is 12 units": the answer may start after a verb, and end before prose
-    starts = [i + 1 for i, w in enumerate(words) if w.lower() in _ANSWER_VERBS]
+    starts = [i + 1 for i, w in enumerate(words) if w.lower() in _ANSWER_VERBS and after_verbs]
     if from_start:
         starts.insert(0, 0)
     for start in starts:
         for cut in range(len(words), max(start, len(words) - 8), -1):
             candidate = " ".join(words[start:cut])
             if candidate and not _is_prose(candidate) and _parses(candidate):
+                dropped = {w.strip(",;:.()").lower() for w in words[cut:]}
+                if dropped & _HEDGE_WORDS:
+                    # "34, or possibly 35": the words dropped hedge; all of it is the answer
+                    # (which unhedge then refuses)
+                    return " ".join(words[start:])
                 return candidate
     return None
 
 
+_HEDGE_WORDS = {"or", "either", "maybe", "possibly", "perhaps", "alternatively"}
 _ANSWER_VERBS = {"is", "are", "was", "were", "be", "equals", "equal", "=", "of", "gives", "get"}
 
 
@@ -341,6 +367,96 @@ def _is_prose(s: str) -> bool:
     if _STOP_WORD_RE.search(plain) or len(words) > 1:
         return True
     return bool(words and re.search(r"[A-Za-z]", plain.replace(words[0], " ")))
+
+
+# Prose final answers: "The largest $n$ is 34.", "Jane started growing Sphere 3 hours ago.",
+# "so the number is 10 which is 1,000.99". A sentence states its answer after its last verb
+# ("which is" restates: the later value is the final one), or holds a single number; what
+# follows "because", "since", "where"... is a reason, not the answer.
+_CLAUSE_END_RE = re.compile(
+    r"[,;]?\s(?:because|since|as|where|when|but|for|given|if|although|while|who|and\s+then)"
+    r"(?![A-Za-z])",
+    re.I,
+)
+_VERB_RE = re.compile(
+    r"(?<![A-Za-z\\])(?:is|are|was|were|equals?|be|becomes?|gives?|yields?|totals?|get|got)"
+    r"(?![A-Za-z])",
+    re.I,
+)
+_NUMBER_RE = re.compile(
+    r"(?<![\w.,\\])-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?:/\d+)?(?:\.\.\.|…)?"
+    r"(?:\s*(?:\\?%|percent\b))?(?![\d/]|[.,]\d)"
+)
+_UNIT_WORDS = KNOWN_WORDS | {"m", "g", "s", "h", "l", "k"}  # what may stick to a number: 5m
+_TRAILING_NOISE_RE = re.compile(
+    r"(?:\s*(?:<\|[A-Za-z_]+\|>\s*(?:user|assistant|system)?|</s>|\[/?INST\]"
+    r"|I\s+hope\s+(?:it|this)\s+is\s+correct\.?))+\s*$",
+    re.I,
+)
+
+
+def _mask_math(s: str) -> str:
+    """``s`` with its math segments blanked (same length): prose analysis must not see them."""
+    pieces, at = [], 0
+    for start, end, _ in _math_segments(s):
+        pieces += [s[at:start], "\x01" * (end - start)]
+        at = end
+    return "".join(pieces) + s[at:]
+
+
+def _clause(sentence: str) -> str:
+    """The main clause of a sentence: cut before a reason or a condition."""
+    m = _CLAUSE_END_RE.search(_mask_math(sentence))
+    return sentence[: m.start()] if m else sentence
+
+
+def _numbers(s: str) -> list[str]:
+    """The numbers written in ``s`` as words of their own (``2`` in ``AZYUK2A`` is none;
+    ``1,000.99`` in ``1,000.99m²`` is one, a unit glued to it)."""
+    out = []
+    for m in _NUMBER_RE.finditer(s):
+        tail = re.match(r"[A-Za-z]+", s[m.end() :])
+        if tail and tail.group(0).lower() not in _UNIT_WORDS:
+            continue  # 2A, 3x: not a number standing alone
+        out.append(m.group(0))
+    return out
+
+
+def _value_after(rest: str, allow_text: bool) -> str | None:
+    """The answer at the start of ``rest`` (what follows a verb): a math group or a number."""
+    rest = rest.strip(" :,")
+    if rest.startswith(("$", "\\(", "\\[")):
+        return _math_group(rest)
+    candidate = _trim_prose(rest)
+    if candidate is None:
+        return None
+    return candidate if allow_text or _math_value(candidate) else None
+
+
+def _math_value(candidate: str) -> bool:
+    """Whether a candidate answer parses as math (not as words)."""
+    if _CHOICE_RE.fullmatch(candidate.strip()):
+        return True
+    try:
+        return parse(normalize(candidate))[0] != "text"
+    except (ParseError, RecursionError, ValueError):
+        return False
+
+
+def _stated(sentence: str) -> str | None:
+    """The value a prose sentence states: after its last verb that is followed by a value
+    (``The largest $n$ is 34``), else its only number (``... Sphere 3 hours ago``)."""
+    clause = _clause(sentence.strip())
+    masked = _mask_math(clause)
+    verbs = list(_VERB_RE.finditer(masked))
+    for verb in reversed(verbs):
+        value = _value_after(clause[verb.end() :], allow_text=False)
+        if value is not None:
+            return value
+    numbers = _numbers(masked)
+    if len(numbers) == 1 and not any(c.isdigit() for _, _, c in _math_segments(clause)):
+        return numbers[0]
+    return None
 
 
 def _after_marker(text: str, pos: int) -> str | None:
@@ -358,9 +474,27 @@ def _after_marker(text: str, pos: int) -> str | None:
     line = rest_l.split("\n", 1)[0].strip()
     if not line:
         return None
+    segs = _math_segments(line)
+    if not (segs and segs[0][0] == 0):
+        value = _trim_prose(line, after_verbs=False)  # "6.02E23.", "(E) 42": opens the line
+        if value is not None and _math_value(value):
+            return value
+    else:
+        # "$3$, or maybe $4$": the prose decides hedging; "$x$ is $5$": $x$ is the subject
+        after = _clause(line[segs[0][1] :])
+        verb = _VERB_RE.match(after.lstrip())
+        if verb:
+            value = _value_after(after.lstrip()[verb.end() :], allow_text=False)
+            if value is not None:
+                return value
+        return _math_group(line)
+    sentence = line[: m.start()] if (m := _SENTENCE_END_RE.search(_mask_math(line))) else line
+    stated = _stated(sentence)
+    if stated is not None:
+        return stated
     math = _math_group(line)
     if math is not None:
-        # "The answer is either $3$ or $4$" / "$3$, or maybe $4$": the prose decides hedging
+        # "The answer is either $3$ or $4$": the prose decides hedging
         return math
     return _trim_prose(line)
 
@@ -383,42 +517,84 @@ def _bare(text: str) -> str | None:
     return None
 
 
+_CONCLUSION_RE = re.compile(
+    r"(?<=\s)(?:Therefore|Thus|Hence|So|Finally|In conclusion)(?![A-Za-z])"
+    r"|(?<=,\s)(?:so|thus|therefore|hence)(?=\s)"
+)
+
+
+def _last_sentence(line: str) -> str:
+    """The last sentence of a line (math segments never split; a display ends a sentence, and
+    "Therefore"/"Thus"/"So" start one even after a missing full stop)."""
+    masked = _mask_math(line.replace("...", "\u2026"))  # 0.1666... repeats; it ends no sentence
+    ends = [m.end() for m in _SENTENCE_SPLIT_RE.finditer(masked)]
+    ends += [m.start() for m in _CONCLUSION_RE.finditer(masked)]
+    ends += [e for _, e, c in _math_segments(line) if line[e - 2 : e] in ("$$", "\\]")]
+    ends = [e for e in ends if masked[e:].strip(" .!?\n")]
+    return line[max(ends) :] if ends else line
+
+
 def _fallback(text: str) -> str | None:
     s = text.rstrip()
-    if s.endswith(("$$", "\\]")):
-        segs = _math_segments(s[-4000:])
-        if segs:
+    if s.endswith(("$", "\\]", "\\)")):
+        # the response ends with math, maybe spread over lines: "Answer \\( \n 9 \n \\)"
+        tail = s[-4000:]
+        segs = _math_segments(tail)
+        if segs and (s.endswith(("$$", "\\]")) or segs[-1][1] == len(tail)):
             return segs[-1][2]
     lines = [ln for ln in s.split("\n") if ln.strip()]
     if not lines:
         return None
-    last = lines[-1][-4000:]
+    last = lines[-1][-4000:].replace("...", "\u2026")  # 0.1666... repeats; it ends no sentence
+    # the last sentence, if it states the answer: "Therefore, (x, y) = (4, -1).", "there are
+    # 12 distinct sequences.", "We get $x = 7$."
+    sentence = _last_sentence(last).strip()
+    if _math_segments(sentence):
+        return _math_group(sentence, last=True)
+    # a concluding sentence in prose outranks the math before it ("... $d = \\frac{90}{n}$ ...
+    # Therefore, there are 12 sequences."); any other sentence (a check, a remark) does not
+    stated = _stated(sentence.rstrip(" .!?"))
+    if stated is not None and _CONCLUSION_RE.match(" " + sentence, 1):
+        return stated
     group = _math_group(last, last=True)
     if group is not None:
         return group
-    # the last sentence, if it ends in an answer: "Therefore, (x, y) = (4, -1)."
-    last = last.replace("...", "\u2026")  # 0.1666... repeats; it ends no sentence
+    if stated is not None:
+        return stated
     sentences = [p for p in _SENTENCE_SPLIT_RE.split(last) if p.strip()]
     if sentences:
         stated = _trim_prose(sentences[-1], from_start=False)
         if stated is not None:
             return stated
-    numbers = _LAST_NUMBER_RE.findall(last)
+    numbers = _numbers(last)
     return numbers[-1] if numbers else None
 
 
 def extract(response: str) -> tuple[str | None, str]:
     """The final answer and how it was found: ``boxed``, ``marker``, ``bare``, ``fallback``,
     ``hedge`` (several different answers: no credit) or ``none``."""
-    text = response
+    text = undouble_backslashes(response)
     if _THINK_END in text:
         after = text.rsplit(_THINK_END, 1)[1]
         if after.strip():
             text = after
+    if len(text) > 20:
+        noise = _TRAILING_NOISE_RE.search(text[-300:])
+        if noise:  # "I hope it is correct. <|im_start|>user": no part of the answer
+            text = text[: len(text) - len(text[-300:]) + noise.start()]
     boxes = find_boxes(text)
     if boxes and boxes[-1][2] == _TRUNCATED:
         return None, "truncated"  # the response stops inside its final \boxed{
     if boxes:
+        # "... \\boxed{255} ... Final Answer: The final answer is $10,455$.": boxes of steps,
+        # then the final answer stated after them
+        tail = text[boxes[-1][1] :]
+        late = [m for m in _MARKER_RE.finditer(tail) if m.group(0).lower().startswith("final")]
+        if late:
+            stated = _after_marker(tail, late[-1].end())
+            if stated and _math_value(stated):
+                resolved = unhedge(stated)
+                return (resolved, "marker") if resolved is not None else (None, "hedge")
         group = [boxes[-1]]
         links: list[str] = []
         for box in reversed(boxes[:-1]):
@@ -447,3 +623,42 @@ def extract(response: str) -> tuple[str | None, str]:
             resolved = unhedge(answer)
             return (resolved, how) if resolved is not None else (None, "hedge")
     return None, "none"
+
+
+def extract_gold(gold: str) -> str | None:
+    """The answer a gold text states, read more generously than a response: its last boxes
+    together (``\\boxed{1} papers and \\boxed{2} bins`` is the list ``1, 2``: a gold never
+    hedges), unless a box is taken back or stands far before the next; an unterminated last box
+    runs to the end; a gold written as prose (a whole solution) is read like a response. None
+    when the gold is itself a bare answer.
+
+    >>> extract_gold(r"so \\boxed{1} papers and \\boxed{2} bins"), extract_gold("12")
+    ('1, 2', None)
+    """
+    text = undouble_backslashes(gold)
+    boxes = find_boxes(text) if "box" in text else []
+    if boxes and boxes[-1][2] == _TRUNCATED:
+        start = boxes[-1][0]
+        opened = _BOX_RE.match(text, start)
+        rest = text[opened.end() if opened else start :].lstrip("{").strip().rstrip("$.")
+        boxes[-1] = (start, len(text), rest) if rest else boxes[-1]
+        boxes = [b for b in boxes if b[2] != _TRUNCATED]
+    if boxes:
+        group, links = [boxes[0]], list[str]()
+        for box in boxes[1:]:
+            gap = text[group[-1][1] : box[0]]
+            if len(gap) > 80 or set(_gap_words(gap)) & (_RETRACTIONS - {"or", "either"}):
+                # "\\boxed{1} no, \\boxed{2}", or a box of a step long before: the later box
+                group, links = [box], []
+                continue
+            group.append(box)
+            links.append("or" if _connective(gap) == "or" else "and")
+        joined = _join_group(text, group, links)
+        return joined if joined and joined.strip() else None
+    if "####" in text:
+        return text.rsplit("####", 1)[1].strip() or None
+    if _bare(text) is not None:
+        return None
+    answer, _ = extract(text)
+    # a prose gold stating a word ("Yes, it is possible") stays as written
+    return answer if answer is not None and _math_value(answer) else None

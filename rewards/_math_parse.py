@@ -33,6 +33,7 @@ AST nodes are plain, hashable tuples (so parses can be cached and sent to a work
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Callable
@@ -233,6 +234,8 @@ _SUBS: list[tuple[re.Pattern[str], Any]] = [
     for p, r in [
         # thousands separators written with LaTeX spacing or {,}: 1\,000 / 1{,}000 / 1\!000
         (r"(\d)(?:\{,\}|\\[,;:! ]|~)(?=\d{3}(?!\d))", r"\1"),
+        # ... with a space as well: 11,\! 111 / 14 {, }916 (a comma kept tight, then spaced)
+        (r"(\d)\s*(?:,\s*\\!\s*|\{\s*,\s*\}\s*)(?=\d{3}(?!\d))", r"\1"),
         # ... or with plain spaces: 1 000 000 (groups of exactly three digits)
         (
             r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])",
@@ -243,7 +246,9 @@ _SUBS: list[tuple[re.Pattern[str], Any]] = [
         (r"(?<!\\)\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)", ""),
         (r"\\(?:[dtc]frac)(?![a-zA-Z])", r"\\frac"),
         (r"\\(?:[dt]binom)(?![a-zA-Z])", r"\\binom"),
-        (r"(?<!\\)\\(?:[,;: >]|quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
+        (r"(?<!\\)\\[,;: >]", " "),
+        (r"(?<!\\)\\(?:quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
+        (r"(?<!\\)\\q?quad(?=[a-zA-Z])", " "),  # \quadx_2: the space after \quad lost
         (r"\\(?:hspace|vspace)\*?\{[^{}]*\}", " "),
         # degrees, percent and currency are units (see math.py)
         (
@@ -265,6 +270,8 @@ _SUBS: list[tuple[re.Pattern[str], Any]] = [
         ),
         (r"(?i)\ball\s+real\s+(?:numbers|values)(?:\s+of\s+[a-z])?\b", r" \\mathbb{R} "),
         (r"(?i)\binfinitely\s+many(?:\s+solutions)?\b", " infinitelymany "),
+        # "=1orW(x)=-1": the spaces around a connective lost between a value and a name
+        (r"(?<=[\d)}])(or|and)(?=[A-Z][(_]?)", r" \1 "),
         (r"\*\*", "^"),
     ]
 ]
@@ -301,6 +308,51 @@ _NUMBER_WORDS |= {"hundred": 100, "a hundred": 100, "one hundred": 100, "a thous
 _TRAILING = re.compile(r"(?:[\s.;:]|\\\\|\\(?:quad|qquad)\b)+$")
 _DELIMS = [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")]
 
+# Doubled backslashes: text that went through one escaping too many (a JSON or Python string
+# written out raw) reads ``\\frac{1}{2}``, ``\\left(``, ``-2 \\le x``. A LaTeX line break
+# followed by the letters of a command name is never what anyone means, so exactly two
+# backslashes before a known command name are one; in text where every command is doubled,
+# the doubled escapes of symbols (``\\{``, ``\\%``, ``\\,``) and row breaks (four) are too.
+_DOUBLED_CMD_RE = re.compile(r"(?<!\\)\\\\([A-Za-z]+)")
+_SINGLE_CMD_RE = re.compile(r"(?<!\\)\\([A-Za-z]+)")
+_DOUBLED_SYMBOL_RE = re.compile(r"(?<!\\)\\\\([{}%$,;:!() \[\]]|\\\\)")
+_EXTRA_COMMANDS = {
+    "left", "right", "boxed", "fbox", "dfrac", "tfrac", "cfrac", "dbinom", "tbinom", "quad",
+    "qquad", "cdots", "ldots", "dots", "degree", "hspace", "bigl", "bigr", "Bigl", "Bigr",
+    "sum", "prod", "not", "mathbb",
+}  # fmt: skip
+_known_commands: set[str] = set()
+
+
+def _is_known_command(name: str) -> bool:
+    if not _known_commands:
+        _known_commands.update(_COMMANDS, FUNCTIONS, _TEXT_COMMANDS, _GREEK, _EXTRA_COMMANDS)
+        _known_commands.update(_IGNORED_COMMANDS)
+    return name in _known_commands or name.startswith(("quad", "qquad"))
+
+
+def undouble_backslashes(text: str) -> str:
+    """``\\\\frac{1}{2}`` (doubled escapes) read as ``\\frac{1}{2}``; other text unchanged.
+
+    >>> undouble_backslashes(r"-2 \\\\le x \\\\le 7"), undouble_backslashes(r"1 \\\\ x")
+    ('-2 \\\\le x \\\\le 7', '1 \\\\\\\\ x')
+    """
+    if "\\\\" not in text:
+        return text
+    doubled = False
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal doubled
+        if _is_known_command(m.group(1)):
+            doubled = True
+            return "\\" + m.group(1)
+        return m.group(0)
+
+    out = _DOUBLED_CMD_RE.sub(one, text)
+    if doubled and not any(_is_known_command(c) for c in _SINGLE_CMD_RE.findall(text)):
+        out = _DOUBLED_SYMBOL_RE.sub(lambda m: "\\" + m.group(1)[-1], out)
+    return out
+
 
 @short_input_cache()
 def normalize(answer: str) -> str:
@@ -313,7 +365,7 @@ def normalize(answer: str) -> str:
     >>> normalize("−2 × 10³")
     '-2 \\\\times 10^{3}'
     """
-    s = answer
+    s = undouble_backslashes(answer)
     if not s.isascii():
         s = _UNI_RE.sub(_uni_sub, s)
         s = unicodedata.normalize("NFKC", s)
@@ -593,6 +645,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "binom": ("cmd", "binom"),
     "choose": ("op", "choose"),
     "overline": ("cmd", "overline"),
+    "sum": ("cmd", "sum"),
+    "prod": ("cmd", "prod"),
     "begin": ("cmd", "begin"),
     "end": ("cmd", "end"),
     "operatorname": ("cmd", "operatorname"),
@@ -624,6 +678,20 @@ _TEXT_COMMANDS = {
     "underline",
     "mathnormal",
 }
+_STRUCTURAL_COMMANDS = {
+    # commands with a meaning the parser does not model: never read as a variable's name
+    "to", "rightarrow", "Rightarrow", "leftarrow", "Leftarrow", "implies", "iff", "mapsto",
+    "forall", "exists", "therefore", "because", "int", "iint", "iiint", "oint", "lim", "limsup",
+    "liminf", "sup", "inf", "pmod", "bmod", "mod", "partial", "nabla", "prime", "dots", "ldots",
+    "cdots", "vdots", "ddots", "hline", "newline", "label", "tag", "item", "par", "not", "neg",
+    "angle", "triangle", "perp", "parallel", "cong", "subset", "subseteq", "supset", "supseteq",
+    "notin", "ni", "colon", "det", "dim", "ker", "deg", "arg", "Re", "Im", "atop", "hat", "bar",
+    "vec", "tilde", "dot", "ddot", "widehat", "widetilde", "overrightarrow", "overleftarrow",
+    "mathring", "check", "breve", "acute", "grave", "boxed", "fbox", "framebox", "end", "begin",
+    "circ", "bullet", "star", "dagger", "ell", "hbar", "aleph", "emptyset", "varnothing",
+    "infty", "approx", "propto", "equiv", "nmid", "divides", "gcd", "lcm", "max", "min",
+    "left", "right", "middle", "big", "Big", "bigg", "Bigg", "quad", "qquad", "text", "ne",
+}  # fmt: skip
 _IGNORED_COMMANDS = {"displaystyle", "limits", "phantom", "noindent", "hfill", "cr", "nonumber"}
 
 _TOKEN_RE = re.compile(
@@ -835,6 +903,13 @@ def tokenize(s: str, depth: int = 0) -> list[Token]:
                 toks.append(("fn", fname))
             elif name in _GREEK:
                 toks.append(("id", name))
+            elif (
+                name.isalpha()
+                and name not in _STRUCTURAL_COMMANDS
+                and s[_skip_ws(s, i) : _skip_ws(s, i) + 1] not in ("{", "[", "_", "^")
+            ):
+                # a macro this parser does not know, standing alone: a name (\zzz = x = 0)
+                toks.append(("id", "\\" + name))
             else:
                 raise ParseError(f"unknown command \\{name}")
     return toks
@@ -925,14 +1000,21 @@ class _Parser:
         return items[0] if len(items) == 1 else ("or", tuple(items))
 
     def parse_list(self) -> Node:
-        items = [self.parse_setop()]
+        groups: list[list[Node]] = [[self.parse_setop()]]
         while self.at("comma") or self.at("and"):
-            self.next()
+            if self.next() == ("comma", ";"):
+                groups.append([])
             if self.at("and"):  # ", and"
                 self.next()
             if self.at("eof") or self.at("or"):
                 break
-            items.append(self.parse_setop())
+            groups[-1].append(self.parse_setop())
+        groups = [g for g in groups if g]
+        if len(groups) > 1 and any(len(g) > 1 for g in groups):
+            # "p = 5, q = 2; p = 7, q = 2": semicolons separate solutions, commas their parts
+            items = [g[0] if len(g) == 1 else ("list", tuple(g)) for g in groups]
+        else:
+            items = [node for g in groups for node in g]
         return items[0] if len(items) == 1 else ("list", tuple(items))
 
     def parse_setop(self) -> Node:
@@ -1002,6 +1084,8 @@ class _Parser:
 
     def starts_factor(self) -> bool:
         kind, val = self.peek()
+        if kind == "begin":  # a matrix times a matrix: \begin{pmatrix}..\end{pmatrix}\begin{...
+            return val in _MATRIX_ENVS
         if kind in ("num", "id", "const", "fn", "cmd", "special"):
             return not (kind == "cmd" and val in ("end",))
         if kind == "open":
@@ -1180,6 +1264,15 @@ class _Parser:
                 call = self._function_call(name)
                 if call is not None:
                     return call
+            elif (
+                name.isupper()
+                and len(name) == 1
+                and self.at("open", "(")
+                and self.peek(1)[0] == "id"
+                and self.peek(2) == ("close", ")")
+            ):
+                # W(n): a function of one variable (A(1, 2), a point, stays a product)
+                return self._function_call(name)  # type: ignore[return-value]
             if name == "e":
                 return ("const", "e")
             if name == "i":
@@ -1233,7 +1326,9 @@ class _Parser:
             parts = []
             while not self.at("close", "}"):
                 kind, val = self.next()
-                if kind not in ("num", "id", "op", "comma") or (kind == "op" and val not in "+-"):
+                if kind not in ("num", "id", "op", "comma", "word") or (
+                    kind == "op" and val not in "+-"
+                ):
                     raise ParseError("complex subscript")
                 parts.append(str(val))
                 if len(parts) > 10:
@@ -1356,9 +1451,38 @@ class _Parser:
                 self.fn_depth -= 1
                 return ("fn", "root", (index, arg))
             return ("fn", "sqrt", (self.parse_braced_arg(),))
+        if name in ("sum", "prod"):
+            return self.parse_series(name)
         if name == "overline":
             raise ParseError("\\overline outside a decimal")
         raise ParseError(f"unexpected \\{name}")
+
+    def parse_series(self, name: str) -> Node:
+        """``\\sum_{k=0}^{n-1} F_k F_{n-k-1}``: summed out when its bounds are small integers,
+        else one opaque symbol named by its canonical form (factors in any order, any index
+        name), so equal sums written differently are one symbol."""
+        index: Node | None = None
+        hi: Node | None = None
+        for _ in range(2):
+            if self.at("op", "_") and index is None:
+                self.next()
+                index = self.parse_braced_arg()
+            elif self.at("op", "^") and hi is None:
+                self.next()
+                hi = self.parse_braced_arg()
+        if (
+            index is None
+            or hi is None
+            or index[0] != "rel"
+            or index[2] != ("=",)
+            or index[1][0][0] not in ("sym", "const")
+        ):
+            raise ParseError(f"\\{name} without index and bounds")
+        var, lo = index[1][0][1], index[1][1]
+        body = self.parse_fn_arg()
+        if index[1][0][0] == "const":  # \sum_{i=1}: i is the index, not the imaginary unit
+            body = _const_to_sym(body, var)
+        return _series(name, var, lo, hi, body)
 
     def parse_env(self, env: str) -> Node:
         if env not in _MATRIX_ENVS:
@@ -1383,6 +1507,117 @@ class _Parser:
         if not rows or any(len(r) != len(rows[0]) for r in rows):
             raise ParseError("ragged matrix")
         return ("matrix", tuple(rows))
+
+
+MAX_SERIES_NODES = 20_000
+"""A sum or product with numeric bounds is written out only while terms x body size stays
+under this (nested sums would otherwise multiply); beyond it, it stays one opaque symbol."""
+
+
+def _size(node: Any, limit: int) -> int:
+    """The number of tuples in ``node``, counting stops past ``limit``."""
+    count, stack = 0, [node]
+    while stack and count <= limit:
+        n = stack.pop()
+        if isinstance(n, tuple):
+            count += 1
+            stack.extend(c for c in n if isinstance(c, tuple))
+    return count
+
+
+def _int_value(node: Node) -> int | None:
+    if node[0] == "num" and node[1].denominator == 1:
+        return int(node[1])
+    if node[0] == "neg" and node[1][0] == "num" and node[1][1].denominator == 1:
+        return -int(node[1][1])
+    return None
+
+
+def _index_re(var: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z]){re.escape(var)}(?![A-Za-z])")
+
+
+def _subscript_uses(name: str, var: str) -> bool:
+    """Whether a subscripted name (``F_n-k-1``) has the index ``var`` in its subscript."""
+    _, _, sub = name.partition("_")
+    return bool(sub) and _index_re(var).search(sub) is not None
+
+
+def _map_syms(node: Any, fn: Callable[[str], Node | None]) -> Any:
+    if isinstance(node, tuple) and node:
+        if node[0] == "sym" and len(node) == 2:
+            replaced = fn(node[1])
+            return node if replaced is None else replaced
+        return tuple(_map_syms(c, fn) for c in node)
+    return node
+
+
+def _const_to_sym(node: Any, name: str) -> Any:
+    if isinstance(node, tuple) and node:
+        if node == ("const", name):
+            return ("sym", name)
+        return tuple(_const_to_sym(c, name) for c in node)
+    return node
+
+
+def _substitute(node: Node, var: str, value: Node) -> Node:
+    def at(sym: str) -> Node | None:
+        return value if sym == var else None
+
+    return _map_syms(node, at)  # type: ignore[no-any-return]
+
+
+def _canonical(node: Any) -> Any:
+    """``node`` with the terms of sums and the factors of products sorted (by their repr)."""
+    if isinstance(node, tuple) and node and isinstance(node[0], str):
+        children = tuple(_canonical(c) for c in node[1:])
+        if node[0] in ("add", "mul"):
+            return (node[0], tuple(sorted(children[0], key=repr)))
+        return (node[0], *children)
+    if isinstance(node, tuple):
+        return tuple(_canonical(c) for c in node)
+    return node
+
+
+def _syms_in(node: Any) -> set[str]:
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, tuple) and n:
+            if n[0] == "sym" and len(n) == 2:
+                out.add(n[1])
+            else:
+                stack.extend(c for c in n if isinstance(c, tuple))
+    return out
+
+
+def _series(name: str, var: str, lo: Node, hi: Node, body: Node) -> Node:
+    a, b = _int_value(lo), _int_value(hi)
+    # a_k in the body: writing the sum out would need a_1, a_2, ... (kept opaque instead)
+    indexed = any(s != var and _subscript_uses(s, var) for s in _syms_in(body))
+    count = b - a + 1 if a is not None and b is not None else MAX_SERIES_NODES + 1
+    small = count <= 0 or count * _size(body, MAX_SERIES_NODES // count) <= MAX_SERIES_NODES
+    if a is not None and not indexed and small:
+        terms = [_substitute(body, var, _num(i)) for i in range(a, a + count)]
+        if not terms:
+            return _num(0 if name == "sum" else 1)
+        if len(terms) == 1:
+            return terms[0]  # type: ignore[no-any-return]
+        return ("add" if name == "sum" else "mul", tuple(terms))
+    pattern = _index_re(var)
+
+    def rename(sym: str) -> Node | None:
+        if sym == var:
+            return ("sym", "#")
+        if _subscript_uses(sym, var):
+            base, _, sub = sym.partition("_")
+            return ("sym", base + "_" + pattern.sub("#", sub))
+        return None
+
+    key = repr(_canonical((lo, hi, _map_syms(body, rename))))
+    digest = hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:16]
+    return ("sym", f"\\{name}#{digest}")
 
 
 def _mul(factors: list[Node]) -> Node:

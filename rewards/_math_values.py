@@ -5,13 +5,16 @@ Values are tagged tuples:
 
 ``("S", node)`` scalar, ``("T", open, close, items)`` ordered tuple, ``("F", items)`` set
 (braces), ``("L", items)`` bare list (compared as a set), ``("I", intervals)`` a set of reals,
-``("M", rows)`` matrix, ``("A", var, value)`` assignment ``x = ...``, ``("D", pairs)`` several
-assignments, ``("E", lhs, rhs)`` an equation, ``("R", node, var)`` a relation only sympy can solve,
-``("X", name)`` a special answer (undefined...), ``("W", text)`` words.
+``("M", rows)`` matrix, ``("A", var, value)`` assignment ``x = ...`` (``("A", key, value,
+lhs)`` for a label made of variables: ``AB = 4``, ``\\frac{NO}{BO} = ...``, ``|AB| = 1``),
+``("D", pairs, values)`` several assignments (sorted by name; the values in the order written),
+``("E", lhs, rhs)`` an equation, ``("R", node, var)`` a relation only sympy can solve, ``("X",
+name)`` a special answer (undefined...), ``("W", text)`` words.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -155,6 +158,12 @@ def to_value(node: Node) -> Value:
     if kind in ("rel", "setop", "tuple", "set", "list", "or", "matrix") and _has_degrees(node):
         node = _degrees(node, False)  # degrees inside structures: the unit is dropped
         kind = node[0]
+    if kind in SCALAR_KINDS and contains_kind(node, {"matrix"}):
+        # \begin{pmatrix}..\end{pmatrix} + \begin{pmatrix}..\end{pmatrix}: do the arithmetic
+        result = _matrix_arith(node)
+        if result[0] != "matrix":
+            raise NotScalar
+        return to_value(result)
     if kind in SCALAR_KINDS:
         if kind == "pm" or _has_pm(node):
             return ("L", tuple(("S", n) for n in _expand_pm(node)))
@@ -190,13 +199,159 @@ def _list_value(vals: list[Value]) -> Value:
     if assigns and len(assigns) == len(vals):
         names = [v[1] for v in assigns]
         if len(set(names)) == len(names) and all(v[2][0] != "I" for v in assigns):
-            return ("D", tuple(sorted((v[1], v[2]) for v in assigns)))
+            return _dict_value([(v[1], v[2]) for v in assigns])
         if len(set(names)) == 1:
             return ("A", names[0], _or_inner([v[2] for v in assigns]))
     if vals and vals[0][0] == "A" and all(v[0] in ("S", "L") for v in vals[1:]):
         # x = 1, 2: a solution list for x
         return ("A", vals[0][1], ("L", tuple(_flatten_lists([vals[0][2], *vals[1:]]))))
     return ("L", tuple(_flatten_lists(vals)))
+
+
+def _dict_value(pairs: list[tuple[str, Value]]) -> Value:
+    return ("D", tuple(sorted(pairs)), tuple(v for _, v in pairs))
+
+
+def _label_key(node: Node) -> str | None:
+    """A canonical name for a label made of variables only (``AB``, ``\\frac{NO}{BO}``,
+    ``S_{MBCN}:S``, ``|AB|``): what a gold like ``AB = 4`` names; None for anything with a
+    number, a constant or a sum in it (``2x + z``, ``a^2 + b``: an equation, not a label)."""
+    kind = node[0]
+    if kind == "sym":
+        return str(node[1])
+    if kind == "mul":
+        keys = [_label_key(f) for f in node[1]]
+        return None if None in keys else "*".join(sorted(keys))  # type: ignore[arg-type]
+    if kind == "div":
+        num, den = _label_key(node[1]), _label_key(node[2])
+        return None if num is None or den is None else f"({num})/({den})"
+    if kind == "fn" and node[1] == "abs" and len(node[2]) == 1:
+        inner = _label_key(node[2][0])
+        return None if inner is None else f"|{inner}|"
+    return None
+
+
+MAX_MATRIX_DIM = 12
+MAX_MATRIX_POWER = 16
+MAX_MATRIX_NODES = 20_000
+"""Matrix arithmetic whose symbolic entries grow past this many nodes (as trees: products of
+products share their parts in memory, not when evaluated) is not done."""
+
+
+def _checked(m: Node) -> Node:
+    count, stack = 0, [m]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, tuple):
+            count += 1
+            if count > MAX_MATRIX_NODES:
+                raise NotScalar  # too large to work out: not compared
+            stack.extend(c for c in n if isinstance(c, tuple))
+    return m
+
+
+def _entry(node: Node) -> Node:
+    """A matrix entry, folded to a number when it is one (keeps products of products small)."""
+    try:
+        value = exact(node)
+    except Exception:  # symbolic or irrational: kept as an expression
+        return node
+    return ("num", value, 0) if isinstance(value, Fraction) else node
+
+
+def _matmul(a: Node, b: Node) -> Node:
+    ra, rb = a[1], b[1]
+    if len(ra[0]) != len(rb):
+        raise NotScalar  # shapes that do not multiply
+    cols = range(len(rb[0]))
+    return _checked(
+        (
+            "matrix",
+            tuple(
+                tuple(
+                    _entry(("add", tuple(("mul", (row[k], rb[k][j])) for k in range(len(rb)))))
+                    for j in cols
+                )
+                for row in ra
+            ),
+        )
+    )
+
+
+def _entrywise(m: Node, fn: Callable[[Node], Node]) -> Node:
+    return _checked(("matrix", tuple(tuple(_entry(fn(x)) for x in row) for row in m[1])))
+
+
+def _scaled(m: Node, c: Node, *, matrix_first: bool) -> Node:
+    """``m`` times the scalar ``c`` (in the order written)."""
+
+    def times(x: Node) -> Node:
+        return ("mul", (x, c) if matrix_first else (c, x))
+
+    return _entrywise(m, times)
+
+
+def _matrix_arith(node: Node) -> Node:
+    """Sums, products, scalar multiples and small powers of matrices, done (entries stay
+    expressions): the matrix it equals, or a scalar node; NotScalar when shapes disagree."""
+    kind = node[0]
+    if kind == "matrix":
+        rows = node[1]
+        if len(rows) > MAX_MATRIX_DIM or len(rows[0]) > MAX_MATRIX_DIM:
+            raise NotScalar
+        return node
+    if not contains_kind(node, {"matrix"}):
+        return node
+    if kind == "neg":
+        inner = _matrix_arith(node[1])
+        return _entrywise(inner, lambda x: ("neg", x))
+    if kind == "add":
+        terms = [_matrix_arith(t) for t in node[1]]
+        if any(t[0] != "matrix" for t in terms):
+            raise NotScalar  # a matrix plus a number
+        shape = (len(terms[0][1]), len(terms[0][1][0]))
+        if any((len(t[1]), len(t[1][0])) != shape for t in terms):
+            raise NotScalar
+        return (
+            "matrix",
+            tuple(
+                tuple(_entry(("add", tuple(t[1][i][j] for t in terms))) for j in range(shape[1]))
+                for i in range(shape[0])
+            ),
+        )
+    if kind == "mul":
+        acc = _matrix_arith(node[1][0])
+        for factor in node[1][1:]:
+            f = _matrix_arith(factor)
+            if acc[0] == "matrix" and f[0] == "matrix":
+                acc = _matmul(acc, f)
+            elif acc[0] == "matrix":
+                acc = _scaled(acc, f, matrix_first=True)
+            elif f[0] == "matrix":
+                acc = _scaled(f, acc, matrix_first=False)
+            else:
+                acc = ("mul", (acc, f))
+        return acc
+    if kind == "div":
+        num, den = _matrix_arith(node[1]), _matrix_arith(node[2])
+        if num[0] != "matrix" or den[0] == "matrix":
+            raise NotScalar
+        return _entrywise(num, lambda x: ("div", x, den))
+    if kind == "pow":
+        base = _matrix_arith(node[1])
+        try:
+            k = exact(node[2])
+        except Exception:  # a symbolic power of a matrix
+            raise NotScalar from None
+        if base[0] != "matrix" or not isinstance(k, Fraction) or k.denominator != 1:
+            raise NotScalar
+        if not 1 <= k <= MAX_MATRIX_POWER or len(base[1]) != len(base[1][0]):
+            raise NotScalar
+        result = base
+        for _ in range(int(k) - 1):
+            result = _matmul(result, base)
+        return result
+    raise NotScalar
 
 
 def _or_inner(vals: list[Value]) -> Value:
@@ -256,16 +411,16 @@ def _rel_value(node: Node) -> Value:
             return ("A", lhs[1], to_value(rhs))
         if rhs[0] == "sym" and len(exprs) == 2:
             return ("A", rhs[1], to_value(lhs))
+        label = _label_key(lhs)
+        if label is not None and rhs[0] in SCALAR_KINDS and not symbols(rhs) & symbols(lhs):
+            return ("A", label, to_value(rhs), lhs)
         if (
             lhs[0] == "tuple"
             and rhs[0] == "tuple"
             and len(lhs[3]) == len(rhs[3])
             and all(x[0] == "sym" for x in lhs[3])
         ):
-            return (
-                "D",
-                tuple(sorted((x[1], to_value(y)) for x, y in zip(lhs[3], rhs[3], strict=False))),
-            )
+            return _dict_value([(x[1], to_value(y)) for x, y in zip(lhs[3], rhs[3], strict=False)])
         if all(e[0] in SCALAR_KINDS for e in exprs):
             if _is_const(rhs) and (_is_const(lhs) or len(exprs) > 2):
                 return to_value(rhs)  # "3 \times 4 = 12": the value is what it equals
@@ -482,12 +637,16 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
     if ka == "A" and kb == "A":
         if a[1] == b[1]:
             return values_eq(a[2], b[2], opts)
-        return False
+        if (len(a) == 4 or len(b) == 4) and a[2][0] == "S" and b[2][0] == "S":
+            # labels written differently (BA = 1 vs AB = 1, AB = 2 vs 2AB = 4 is no label)
+            return equations_equivalent(_lhs(a), a[2][1], _lhs(b), b[2][1], opts)
+        renamed = _rename_argument(a, b)
+        return renamed is not None and values_eq(a[2], renamed, opts)
     if ka == "A" and kb == "E" or ka == "E" and kb == "A":
         (av, bv) = (a, b) if ka == "A" else (b, a)
         if av[2][0] != "S":
             return False
-        return equations_equivalent(("sym", av[1]), av[2][1], bv[1], bv[2], opts)
+        return equations_equivalent(_lhs(av), av[2][1], bv[1], bv[2], opts)
     if ka == "A" and kb != "D":
         return values_eq(a[2], b, opts)
     if kb == "A" and ka != "D":
@@ -525,6 +684,12 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
         return all(values_eq(x, y, opts) for x, y in zip(a[3], b[3], strict=False))
     if ka in ("F", "L") and kb in ("F", "L"):
         return _collections_eq(a[1], b[1], opts)
+    if opts.lists_as_tuples and {ka, kb} in ({"T", "L"}, {"T", "F"}):
+        # the convention that reads a list in the order written as a tuple
+        xs, ys = (a[3], b[1]) if ka == "T" else (a[1], b[3])
+        return len(xs) == len(ys) and all(
+            values_eq(x, y, opts) for x, y in zip(xs, ys, strict=True)
+        )
     if ka in ("F", "L") and kb == "S":
         return len(a[1]) >= 1 and all(values_eq(x, b, opts) for x in a[1])
     if kb in ("F", "L") and ka == "S":
@@ -544,6 +709,46 @@ def values_eq(a: Value, b: Value, opts: Options) -> bool:
             return all(values_eq(x, y, opts) for x, y in zip(va, vb, strict=False))
         return False
     return False
+
+
+def _lhs(v: Value) -> Node:
+    """The left side of an assignment: its label, or its variable."""
+    return v[3] if len(v) == 4 else ("sym", v[1])  # type: ignore[no-any-return]
+
+
+_CALL_RE = re.compile(r"([A-Za-z])\(([A-Za-z])\)")
+
+
+def _rename_argument(a: Value, b: Value) -> Value | None:
+    """``W(x) = 1`` vs ``W(n) = 1``: one function, its argument a dummy name. ``b``'s value
+    with its argument renamed to ``a``'s, or None when these are not two such definitions."""
+    ma, mb = _CALL_RE.fullmatch(str(a[1])), _CALL_RE.fullmatch(str(b[1]))
+    if not ma or not mb or ma.group(1) != mb.group(1):
+        return None
+    old, new = mb.group(2), ma.group(2)
+    if ("sym", new) in _subnodes(b[2]):
+        return None  # the new name is already taken in b's value
+    return _replace_sym(b[2], old, new)  # type: ignore[no-any-return]
+
+
+def _subnodes(v: Any) -> set[Any]:
+    out: set[Any] = set()
+    stack = [v]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, tuple):
+            if n and n[0] == "sym":
+                out.add(n)
+            stack.extend(n)
+    return out
+
+
+def _replace_sym(v: Any, old: str, new: str) -> Any:
+    if isinstance(v, tuple):
+        if len(v) == 2 and v[0] == "sym" and v[1] == old:
+            return ("sym", new)
+        return tuple(_replace_sym(x, old, new) for x in v)
+    return v
 
 
 def _exact_key(v: Value) -> Any:
@@ -581,8 +786,12 @@ def _dict_eq(a: Value, b: Value, opts: Options) -> bool:
     items = other[3] if other[0] == "T" else other[1] if other[0] == "L" else None
     if items is None or len(items) != len(d[1]):
         return False
-    # x = 1, y = 2 vs (1, 2): values in alphabetical order of the variables
-    return all(values_eq(x, y, opts) for (_, x), y in zip(d[1], items, strict=False))
+    # x = 1, y = 2 vs (1, 2): values in alphabetical order of the variables; a bare list may
+    # also give them in the order written (x = -5, p = 14/3 vs -5, 14/3)
+    orders = [[x for _, x in d[1]]] + ([list(d[2])] if other[0] == "L" else [])
+    return any(
+        all(values_eq(x, y, opts) for x, y in zip(order, items, strict=False)) for order in orders
+    )
 
 
 def _relation_eq(a: Value, b: Value, opts: Options) -> bool:

@@ -24,10 +24,19 @@ What it covers (strict by default; ``rel_tol``/``abs_tol`` make numeric comparis
   are inconclusive);
 - structure: ordered tuples, sets (set-builder ``\\{x \\mid x > 2\\}`` too), intervals
   (``[1, 3) != [1, 3]``), unions, inequalities (``x > 2 == (2, \\infty)``, nonlinear ones via
-  sympy), equations, assignments, matrices, multiple-choice letters, "no solution"/empty set,
-  "undefined"/DNE, units and text around the answer, answers in words (case-insensitive).
+  sympy), equations, assignments, matrices (sums, products, scalar multiples and small powers
+  of matrices are worked out), sums and products (``\\sum_{k=1}^{4} k^2 == 30``; with symbolic
+  bounds compared as written, factors in any order and the index renamed), multiple-choice
+  letters, "no solution"/empty set, "undefined"/DNE, units and text around the answer, answers
+  in words (case-insensitive);
+- text as it comes: doubled backslashes (``\\\\frac{1}{2}``, ``-2 \\\\le x``: escaped once too
+  often), a final answer in prose ("The largest $n$ is 34.", "Therefore, there are 12
+  sequences.", "... 10 which is 1,000.99": the restated value), chat-template tails ("I hope it
+  is correct. <|im_start|>user"), a "Final Answer" stated after boxes of intermediate steps,
+  ``11,\\! 111`` and ``14 {, }916``, macros the parser does not know (names: ``\\zzz``).
 
-Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py``):
+Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`` or, for what
+math-verify's own test suite exercises, ``tests/rewards/test_math_conformance.py``):
 
 - **percent** is a unit: it is dropped, never scaled. ``50\\%`` equals ``50``; ``50\\%`` and
   ``0.5`` differ whichever of them is the gold (no x100 leniency).
@@ -52,8 +61,21 @@ Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`
 - **hedging**: two different boxed answers side by side or joined by "or" get no credit;
   boxes joined by "and"/"," form one list answer; a box followed by prose and a later box
   (the model changed its mind) counts the last one.
+  Boxes joined by a short label that ends in "and" (``\\boxed{(3, 3)} \\text{ for (a) and }
+  \\boxed{(1, 1)}``) are a list too, unless the label takes one back or hedges ("wait",
+  "maybe"). A gold is read more generously: it never hedges, so all its boxes are its answer
+  (``\\boxed{1} papers and \\boxed{2} bins`` is ``1, 2``) unless one is taken back, an
+  unterminated box runs to its end, and a whole solution in prose is read like a response.
+- **labels**: a gold that names what it gives, ``AB = 4``, ``\\frac{NO}{BO} = \\frac{1}{\\sqrt{6}}``,
+  ``|AB| = 1``, ``V_1 : V_2 = 11 : 21`` (variables only, no numbers or sums on the left), is an
+  assignment like ``x = 3``: the bare value answers it. A bare list answers labelled values in
+  the order written or in the order of the names (``x = -5, p = 14/3`` takes ``-5, 14/3``);
+  ``;`` separates solutions (``p = 5, q = 2; p = 7, q = 2`` is ``(5, 2), (7, 2)``). In
+  ``g(t) = t^2`` the argument is a dummy name: ``g(s) = s^2`` is the same function.
 - **multiple choice**: when the gold is a letter A-J (``B``, ``(B)``, ``\\text{(B)}``), the
-  answer's letter is compared: ``(B)``, ``B)``, ``B. 42``, ``\\textbf{B}`` all read as B.
+  answer's letter is compared: ``(B)``, ``B)``, ``B. 42``, ``\\textbf{B}`` all read as B, and so
+  does a response that opens with the letter ("C. The slope is ...") or names one letter only
+  ("Since the slope is positive, D holds"; the pronoun I and the article A are none).
 - ``[2, \\infty]`` reads as ``[2, \\infty)``; ``\\log`` is the natural logarithm; ``e`` is Euler's
   number and ``i`` the imaginary unit; ``1010`` equals ``1010_2`` (digits compared, the base
   was asked for), ``10`` does not.
@@ -61,6 +83,30 @@ Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`
 - ``\\sqrt{2} \\approx 1.414`` means ``\\sqrt{2}`` (the exact value is stated first); ``x \\approx
   1.414`` is only an approximation. Matrices must have the same shape; a one-row or one-column
   matrix equals a tuple of its entries.
+
+Conventions other data follow are options of :func:`math_equal`: ``decimal_comma`` (``2,5`` is
+2.5), ``lists_as_tuples`` (``{1,3}`` in order is ``(1, 3)``), ``relations_as_sets=False`` (a gold
+written as a set asks for one). On math-verify's own test suite (``benchmarks/math_verify.py
+--suite``) llmgym agrees with every expected verdict that is mathematically right, given these
+options where math-verify's configuration asks for them; it keeps the right verdict where
+math-verify's expectation is wrong (``1 + 1/e`` is not ``1 - 1/e``; inline math spread over
+lines still holds its answer) and has no option that renames variables (``f(y) != f(x)``).
+
+Final forms (``form=``): a task that asks to compute a value wants the value, not the question
+back: ``3929 + 3359`` equals ``7288`` but is no answer to "compute". With ``form`` an answer must
+be equal *and* written in that form (see :data:`FORMS`); without one (the default) equality
+alone decides, as before. The forms: ``"number"`` (an integer, a decimal or a fraction in lowest
+terms; ``1/2``, ``0.5``, ``2\\frac{1}{2}``, ``1.5\\times10^{3}``), ``"fraction"`` (an integer or
+``p/q`` in lowest terms, no decimals), ``"radical"`` (``2\\sqrt{2}``, ``\\frac{-3 \\pm \\sqrt{17}}{4}``;
+not ``\\sqrt{8}`` nor ``\\frac{1}{\\sqrt{2}}``), ``"pi"``, ``"complex"`` (``a + bi``), ``"exact"`` (all of
+these together), ``"polynomial"`` (expanded, like terms collected), ``"factored"`` (linear
+factors), ``"expression"`` (symbols stay, no arithmetic on numbers left), ``"auto"`` (the form
+the gold itself has: ``"exact"`` for a gold without symbols, ``"expression"`` for one with them,
+none for a gold that is in neither) and ``"any"``. Containers take the form of their elements;
+an equation or inequality left to solve (``2x \\le 6``), a set operation left to do
+(``\\{1\\} \\cup \\{3\\}``) are in no value form, and an answer has the gold's shape: a list of
+copies of one value (``5, 5``) is not that value, and a gold in braces wants a set (``\\{4, 6\\}``,
+not ``4, 6``). The gold's own text always passes.
 
 Limits: answers longer than 5,000 characters are only compared as normalised text; numbers
 beyond ``2^(2^40)`` and differently written are unequal unless their structures or logarithms
@@ -79,20 +125,32 @@ from __future__ import annotations
 import math as _pymath
 import re
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from llmgym.rewards import _math_eval as _ev
+from llmgym.rewards import _math_form as _form
 from llmgym.rewards import _math_sympy as _sym
 from llmgym.rewards import _math_values as _vals
-from llmgym.rewards._math_extract import extract, find_boxes
+from llmgym.rewards._math_extract import extract, extract_gold
 from llmgym.rewards._math_parse import Node, ParseError, normalize, parse, short_input_cache
 
 if TYPE_CHECKING:
     from llmgym.rewards.base import RewardResult
 
-__all__ = ["extract_answer", "math_equal", "math_reward", "math_verifier", "shutdown_workers"]
+__all__ = [
+    "FORMS",
+    "extract_answer",
+    "math_equal",
+    "math_reward",
+    "math_verifier",
+    "shutdown_workers",
+]
+
+FORMS = _form.FORMS
+"""The names ``form=`` accepts, each with what it asks for."""
 
 _RAISE_INTERNAL_ERRORS = False
 """Tests set this to see exceptions that the verifier would otherwise turn into "not equal"."""
@@ -101,10 +159,12 @@ _FORMAT_SCORE = {"boxed": 1.0, "marker": 1.0, "bare": 1.0, "fallback": 0.5}
 
 
 def extract_answer(response: str) -> str | None:
-    """The final answer of a response: the last ``\\boxed{}``/``\\fbox{}`` (balanced braces), else
-    the text after the last "final answer"/"the answer is"/"answer:"/"####", else the whole
-    response if it is a bare answer, else the last ``$...$`` math or the last number of the last
-    line. None when there is none, or when the response hedges between different answers.
+    """The final answer of a response: the last ``\\boxed{}``/``\\fbox{}`` (balanced braces; a
+    "Final Answer" stated after it wins), else the text after the last "final answer"/"the answer
+    is"/"answer:"/"####", else the whole response if it is a bare answer, else what the last
+    sentence states (its math, the value after its verb, its only number) or the last ``$...$``
+    math or number of the last line. None when there is none, or when the response hedges
+    between different answers.
 
     >>> extract_answer(r"First $x=2$, so the area is \\boxed{\\frac{\\pi}{4}}.")
     '\\\\frac{\\\\pi}{4}'
@@ -129,11 +189,28 @@ def math_equal(
     rel_tol: float = 0.0,
     abs_tol: float = 0.0,
     timeout_s: float = 2.0,
+    form: str | None = None,
+    decimal_comma: bool = False,
+    lists_as_tuples: bool = False,
+    relations_as_sets: bool = True,
 ) -> bool:
     """Whether the final answer of ``response_or_answer`` (a full response or a bare answer)
     equals ``gold``. Strict unless ``rel_tol``/``abs_tol`` are given; ``timeout_s`` bounds the
     symbolic work (sympy in a worker process) of this call. Few answers need sympy; the first
-    one in a process also waits, once, for a worker to start (about two seconds).
+    one in a process also waits, once, for a worker to start (about two seconds). ``form``
+    (a name in :data:`FORMS`; None: equality alone) is the final form the answer must have;
+    an unknown name is a ``ValueError``.
+
+    Conventions, for data written another way (the defaults suit most data):
+
+    - ``decimal_comma``: a comma between digits is a decimal separator (``2,5`` is 2.5,
+      ``1.000,5`` is 1000.5), in the response and in the gold. Off: ``2,5`` is a list.
+    - ``lists_as_tuples``: a bare list or a set equals a tuple when its elements, in the order
+      written, are the tuple's (``{1,3}`` and ``1, 3`` equal ``(1, 3)``). Off: a list is a
+      list of answers in any order, so it does not stand for an ordered pair.
+    - ``relations_as_sets``: an inequality equals the set it describes whichever side is the
+      gold (``-2 \\le x \\le 7`` equals ``x \\in [-2, 7]``). False: a gold written as a set
+      (an interval, a union, ``x \\in ...``) asks for a set, not an inequality.
 
     >>> math_equal("1{,}000", "1000"), math_equal(r"1.5\\times10^{3}", "1500")
     (True, True)
@@ -141,8 +218,28 @@ def math_equal(
     (False, True)
     >>> math_equal("x > 2", r"(2, \\infty)"), math_equal("(B)", "B")
     (True, True)
+
+    An unevaluated expression is equal, but not in a final form:
+
+    >>> math_equal(r"\\boxed{3929 + 3359}", "7288"), math_equal(r"\\boxed{3929 + 3359}", "7288", form="number")
+    (True, False)
+    >>> math_equal("1/2", "0.5", form="number"), math_equal("2/4", "1/2", form="number")
+    (True, False)
+    >>> math_equal("0.5", "1/2", form="fraction"), math_equal(r"\\frac{1}{2}", "0.5", form="fraction")
+    (False, True)
+    >>> math_equal(r"\\sqrt{8}", r"2\\sqrt{2}", form="radical"), math_equal(r"2\\sqrt{2}", r"\\sqrt{8}", form="radical")
+    (False, True)
+    >>> math_equal(r"2x \\le 6", r"(-\\infty, 3]", form="number"), math_equal(r"x \\le 3", r"(-\\infty, 3]", form="number")
+    (False, True)
+    >>> math_equal(r"3 \\times 4", "12", form="auto"), math_equal("(x+1)^2", "x^2+2x+1", form="polynomial")
+    (False, False)
+    >>> math_equal("2,74", "2.74"), math_equal("2,74", "2.74", decimal_comma=True)
+    (False, True)
+    >>> math_equal("1, 3", "(1, 3)"), math_equal("1, 3", "(1, 3)", lists_as_tuples=True)
+    (False, True)
     """
-    correct, _, _ = _judge(response_or_answer, gold, rel_tol, abs_tol, timeout_s)
+    conv = _Conventions(decimal_comma, lists_as_tuples, relations_as_sets)
+    correct, _, _, _ = _judge(response_or_answer, gold, rel_tol, abs_tol, timeout_s, form, conv)
     return correct
 
 
@@ -154,25 +251,37 @@ def math_reward(
     abs_tol: float = 0.0,
     timeout_s: float = 2.0,
     format_weight: float = 0.0,
+    form: str | None = None,
+    decimal_comma: bool = False,
+    lists_as_tuples: bool = False,
+    relations_as_sets: bool = True,
 ) -> RewardResult:
     """Score a response: ``correctness`` is 1 or 0; ``format`` is 1 for a boxed or clearly
     marked answer, 0.5 for one found by the fallbacks, 0 for none or a hedge. The score is
     ``correctness * (1 - format_weight + format_weight * format)``: format never pays for a
-    wrong answer. ``gold`` may be a list of acceptable answers.
+    wrong answer. ``gold`` may be a list of acceptable answers. ``form`` is
+    :func:`math_equal`'s: an equal answer not in that form scores 0, and the feedback says so;
+    so are the conventions ``decimal_comma``, ``lists_as_tuples`` and ``relations_as_sets``.
 
     >>> r = math_reward(r"The total is $\\boxed{42}$ dollars.", "42")
     >>> r.score, r.components, r.success
     (1.0, {'correctness': 1.0, 'format': 1.0}, True)
     >>> math_reward("I think 1 or 2", "1").feedback
     'The response hedges between several different answers; give one final answer.'
+    >>> math_reward(r"\\boxed{\\frac{6}{8}}", "0.75", form="fraction").feedback
+    'The answer is equal but not in final form; write it as an integer or a fraction p/q in lowest terms.'
     """
     from llmgym.rewards.base import RewardResult
 
     if not 0.0 <= format_weight <= 1.0:
         raise ValueError(f"format_weight must be in [0, 1], actual: {format_weight!r}")
-    correct, how, answer = _judge(response, gold, rel_tol, abs_tol, timeout_s)
+    conv = _Conventions(decimal_comma, lists_as_tuples, relations_as_sets)
+    correct, how, answer, unfinal = _judge(response, gold, rel_tol, abs_tol, timeout_s, form, conv)
     fmt = _FORMAT_SCORE.get(how, 0.0)
-    if how == "hedge":
+    if unfinal is not None:
+        label = "factored" if unfinal == "factored" else "in final form"
+        feedback = f"The answer is equal but not {label}; write it as {FORMS[unfinal]}."
+    elif how == "hedge":
         feedback = "The response hedges between several different answers; give one final answer."
     elif how == "truncated":
         feedback = "The response ends inside its final \\boxed{}; finish the answer."
@@ -194,10 +303,13 @@ def math_reward(
 
 def math_verifier(response: str, gold: Any, **options: Any) -> RewardResult:
     """The math verifier with the generic ``(response, gold, **options)`` signature; options are
-    :func:`math_reward`'s (``rel_tol``, ``abs_tol``, ``timeout_s``, ``format_weight``).
+    :func:`math_reward`'s (``rel_tol``, ``abs_tol``, ``timeout_s``, ``format_weight``, ``form``,
+    ``decimal_comma``, ``lists_as_tuples``, ``relations_as_sets``).
 
     >>> math_verifier(r"\\boxed{\\sqrt{8}}", r"2\\sqrt{2}").success
     True
+    >>> math_verifier(r"\\boxed{\\sqrt{8}}", r"2\\sqrt{2}", form="radical").success
+    False
     """
     return math_reward(response, gold, **options)
 
@@ -212,35 +324,98 @@ def shutdown_workers() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Conventions:
+    decimal_comma: bool = False
+    lists_as_tuples: bool = False
+    relations_as_sets: bool = True
+
+
 def _judge(
-    response: Any, gold: Any, rel_tol: float, abs_tol: float, timeout_s: float
-) -> tuple[bool, str, str | None]:
-    """(correct, how the answer was found, the answer)."""
+    response: Any,
+    gold: Any,
+    rel_tol: float,
+    abs_tol: float,
+    timeout_s: float,
+    form: str | None,
+    conv: _Conventions = _Conventions(),
+) -> tuple[bool, str, str | None, str | None]:
+    """(correct, how the answer was found, the answer, the form an equal answer is not in)."""
+    if form == "any":
+        form = None
+    if form is not None and form not in FORMS:
+        raise ValueError(f"Expects form in {sorted(FORMS)} or None, actual: {form!r}")
     if not isinstance(response, str):
-        return False, "none", None
+        return False, "none", None, None
+    if conv.decimal_comma:
+        response = _decimal_commas(response)
+    if conv.decimal_comma and isinstance(gold, str):
+        gold = _decimal_commas(gold)
+    golds = _golds(gold)
     try:
         answer, how = extract(response)
+        lettered = how != "hedge" and any(_choice(normalize(g), gold=True) for g in golds)
+        if lettered and (answer is None or _choice(normalize(answer), gold=False) is None):
+            # a choice-letter gold: "A. Because B is not valid", "Because B is valid"
+            letter = _choice_in_text(response)
+            if letter is not None:
+                answer, how = letter, (how if answer is not None else "fallback")
     except Exception:
         if _RAISE_INTERNAL_ERRORS:
             raise
-        return False, "none", None
+        return False, "none", None, None
     if answer is None:
-        return False, how, None
+        return False, how, None, None
     opts = _ev.Options(
         rel_tol=float(rel_tol),
         abs_tol=float(abs_tol),
         timeout_s=float(timeout_s),
         deadline=time.monotonic() + float(timeout_s),
+        lists_as_tuples=bool(conv.lists_as_tuples),
     )
-    for g in _golds(gold):
+    unfinal = None
+    for g in golds:
         try:
-            if _answers_equal(answer, g, opts):
-                return True, how, answer
+            verdict = _answers_equal(answer, g, opts, form)
+            if verdict is True and not conv.relations_as_sets and _relation_for_set(answer, g):
+                verdict = False
         except Exception:  # a bug or a hostile input: no credit, never a crash
             if _RAISE_INTERNAL_ERRORS:
                 raise
             continue
-    return False, how, answer
+        if verdict is True:
+            return True, how, answer, None
+        if isinstance(verdict, str):
+            unfinal = unfinal or verdict
+    return False, how, answer, unfinal
+
+
+_EURO_NUMBER_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:\.\d{3})+),(\d+)(?![\d,])")
+_DECIMAL_COMMA_RE = re.compile(r"(?<![\d.,])(\d+)(?:,|\{,\})(\d+)(?![\d,])")
+
+
+def _decimal_commas(text: str) -> str:
+    """Decimal commas as points: ``2,5`` -> ``2.5``, ``2{,}5`` -> ``2.5``, ``1.000,5`` -> ``1000.5``."""
+    if "," not in text:
+        return text
+    text = _EURO_NUMBER_RE.sub(lambda m: m.group(1).replace(".", "") + "." + m.group(2), text)
+    return _DECIMAL_COMMA_RE.sub(r"\1.\2", text)
+
+
+def _relation_for_set(answer: str, gold: str) -> bool:
+    """An inequality answer to a gold written as a set (``relations_as_sets=False``)."""
+    try:
+        a, g = parse(normalize(answer)), parse(normalize(gold))
+    except (ParseError, RecursionError, ValueError):
+        return False
+    inequality = {"<", ">", "<=", ">=", "!="}
+    if g[0] == "rel" and g[2] == ("in",):
+        g = g[1][1]
+    set_gold = g[0] in ("setop", "set") or g[0] == "tuple" and len(g[3]) == 2
+    set_gold = set_gold or g[0] == "special" and g[1] in ("reals", "empty")
+    relations = a[1] if a[0] in ("or", "list") else (a,)
+    answer_relation = all(r[0] == "rel" and set(r[2]) <= inequality for r in relations)
+    return bool(set_gold and answer_relation)
 
 
 def _golds(gold: Any) -> list[str]:
@@ -255,23 +430,21 @@ def _golds(gold: Any) -> list[str]:
     if isinstance(gold, (int, Decimal)):
         return [str(gold)]
     text = str(gold)
-    if "\\boxed" in text or "\\fbox" in text:
-        # a full solution as gold (MATH): its final answer, boxes joined by "and" included
-        answer, _ = extract(text)
-        if answer is not None:
-            return [answer]
-        boxes = find_boxes(text)
-        if boxes:
-            return [boxes[-1][2]]
-    if "####" in text:
-        return [text.rsplit("####", 1)[1].strip()]
-    return [text]
+    try:
+        # a full solution as gold (MATH, GSM8K's "#### 9"), a gold with several boxes, prose
+        answer = extract_gold(text)
+    except Exception:  # a gold the reader cannot take apart is compared as written
+        answer = None
+    return [answer if answer is not None else text]
 
 
 _CHOICE_WRAPPER_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|mbox)\s*\{([^{}]*)\}")
 _GOLD_CHOICE_RE = re.compile(r"\(?\s*([A-J])\s*\)?[.:]?")
 _ANSWER_CHOICE_RE = re.compile(r"\(\s*([A-Ja-j])\s*\)|([A-J])(?=[.:)]|\s|$)")
-_ANOTHER_CHOICE_RE = re.compile(r"\)?\s*(?:,|;|/|&|\band\b|\bor\b)\s*\(?[A-Ja-j]\)?(?![A-Za-z])")
+_ANOTHER_CHOICE_RE = re.compile(
+    r"\)?[.:]?\s*(?:(?:,|;|/|&|\band\b|\bor\b)\s*\(?[A-Ja-j]\)?(?![A-Za-z])"
+    r"|\([A-Ja-j]\)|[A-J](?=[\s.,;:)]|$))"
+)  # a second letter after the first: "(A), (C)", "(C) (D)", "C D" (a shotgun, no choice)
 _CHOICE_PREFIX_RE = re.compile(r"^(?:option|choice|answer)\s*:?\s*", re.I)
 
 
@@ -285,6 +458,32 @@ def _choice(s: str, *, gold: bool) -> str | None:
     if not m or _ANOTHER_CHOICE_RE.match(t, m.end()):
         return None  # no letter, or several: "(A), (C)"
     return (m.group(1) or m.group(2)).upper()
+
+
+_LEADING_CHOICE_RE = re.compile(r"\s*(?:\*\*|__)?\(?([A-J])\)?(?:[.:)]|\*\*|__)(?:\s|$)")
+_LONE_LETTER_RE = re.compile(r"(?<![A-Za-z\\$_^{])\(?([A-J])\)?(?![A-Za-z0-9_^(])( [a-z]+)?")
+_LETTER_VERBS = {" is", " was", " would", " should", " must", " seems", " appears", " looks",
+                 " and", " or"}  # fmt: skip
+
+
+def _choice_in_text(text: str) -> str | None:
+    """The choice a response makes in prose, for a letter gold: a letter opening it ("A.
+    Because ..."), or the one letter A-J a short response names ("Because B is valid"); the
+    pronoun I and the article A ("A car ...") are no choices, and two letters are none."""
+    m = _LEADING_CHOICE_RE.match(text)
+    if m:
+        return None if _ANOTHER_CHOICE_RE.match(text, m.end() - 1) else m.group(1)
+    if len(text) > 300:
+        return None
+    letters = set()
+    for m in _LONE_LETTER_RE.finditer(text):
+        letter, word = m.group(1), m.group(2)
+        if letter == "I" and not m.group(0).startswith("("):
+            continue
+        if letter == "A" and word and word not in _LETTER_VERBS and not m.group(0).startswith("("):
+            continue
+        letters.add(letter)
+    return letters.pop() if len(letters) == 1 else None
 
 
 _TEXT_KEY_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|mbox|operatorname)\s*|[{}\s]")
@@ -309,12 +508,14 @@ def _value(normalized: str) -> tuple[Any, ...]:
 _MAX_NORMALIZED_CHARS = 50_000
 
 
-def _answers_equal(answer: str, gold: str, opts: _ev.Options) -> bool:
+def _answers_equal(answer: str, gold: str, opts: _ev.Options, form: str | None) -> bool | str:
+    """True when equal (and in ``form``); False when not equal; the name of the form an equal
+    answer is not written in."""
     if len(answer) > _MAX_NORMALIZED_CHARS or len(gold) > _MAX_NORMALIZED_CHARS:
         return answer.strip() == gold.strip()  # far beyond anything the parser reads
     na, ng = normalize(answer), normalize(gold)
     if na == ng and na:
-        return True
+        return True  # the gold's own text is in the gold's form
     letter = _choice(ng, gold=True)
     if letter is not None:
         return _choice(na, gold=False) == letter
@@ -327,7 +528,25 @@ def _answers_equal(answer: str, gold: str, opts: _ev.Options) -> bool:
     if va[0] == "W" or vg[0] == "W":
         # an answer in words ("odd", "\text{Yes}"): compared as case-insensitive text
         return _text_key(na) == _text_key(ng)
-    return _vals.values_eq(va, vg, opts)
+    if not _vals.values_eq(va, vg, opts):
+        return False
+    if form is None:
+        return True
+    if form == "auto":
+        inferred = _form.infer(parse(ng), ng)
+        if inferred is None:
+            return True  # a gold in no final form itself sets none
+        form = inferred
+    shape, gold_shape = _unwrap(va)[0], _unwrap(vg)[0]
+    if gold_shape == "S" and shape in ("L", "F") or gold_shape == "F" and shape != "F":
+        return form  # "5, 5" is a list, not 5; a gold in braces wants a set, not "4, 6"
+    return True if _form.in_form(parse(na), na, form) else form
+
+
+def _unwrap(v: tuple[Any, ...]) -> tuple[Any, ...]:
+    while v[0] == "A":
+        v = v[2]
+    return v
 
 
 def _based_digits_match(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool | None:

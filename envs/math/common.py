@@ -5,10 +5,16 @@ answer exactly (``int``/``Fraction``, never floats). :func:`build` turns a state
 question, the gold and the intermediate steps into a :class:`~llmgym.tasks.Task` whose
 subtasks are the steps (ids ``s1``, ``s2``...; the last asks the task's own question) and
 whose ``metadata["solution"]`` is a worked solution stating each step as ``work = value``.
+
+Every family declares the final form of its answer (``@reg.family(..., form="number")``, a
+name in :data:`llmgym.rewards.math.FORMS`): the task and its last subtask carry it in
+``metadata["form"]``, each intermediate step its own (``Step.form``, a number by default), and
+the verifier enforces it, so the question's own expression, boxed, is not an answer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -16,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from llmgym.rewards._math_form import FORMS
 from llmgym.tasks import Family, Subtask, Task, draft
 
 ANSWER_INSTRUCTION = "Put your final answer in \\boxed{}."
@@ -258,13 +265,14 @@ class Step:
     work that produces it (a LaTeX expression; the worked solution states ``work = value``).
 
     ``after`` lists the indices (0-based, into the task's steps) of the steps it uses;
-    None means the step before it.
+    None means the step before it. ``form`` is the final form its answer must have.
     """
 
     question: str
     value: str
     work: str
     after: tuple[int, ...] | None = None
+    form: str = "number"
 
 
 def build(
@@ -282,8 +290,8 @@ def build(
 
     ``steps`` become subtasks ``s1..sk`` and the question itself ``s(k+1)`` (depending on
     ``after``, default: the last step); ``final_work`` is the expression that yields the
-    answer in the worked solution; ``fmt`` says how to write the answer; ``form`` names a
-    form the answer must have besides being equal (e.g. ``"factored"``).
+    answer in the worked solution; ``fmt`` says how to write the answer; ``form`` names the
+    final form the answer must have besides being equal (default: the family's).
     """
     head = f"{statement} {question}".strip()
     tail = f"{fmt} {ANSWER_INSTRUCTION}".strip()
@@ -299,6 +307,7 @@ def build(
                 answer=step.value,
                 verifier="math",
                 depends_on=tuple(f"s{d + 1}" for d in deps),
+                metadata={"form": step.form},
             )
         )
         lines.append(f"{step.question} ${step.work} = {step.value}$.")
@@ -311,6 +320,7 @@ def build(
                 answer=answer,
                 verifier="math",
                 depends_on=tuple(f"s{d + 1}" for d in deps),
+                metadata={"form": form} if form else {},
             )
         )
     if final_work:
@@ -353,37 +363,104 @@ def gold_in_text(gold: str, text: str) -> bool:
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_GOLD_VALUE = re.compile(r"(-?)(?:(\d+(?:\.\d+)?)|\\frac\{(\d+)\}\{(\d+)\})(?:\\%)?")
+_TEXT_VALUE = re.compile(
+    r"(?<![\w.])(?:(-)\s*)?(?:(\d+(?:\.\d+)?)(?![\d.]?\d)|\\frac\{(\d+)\}\{(\d+)\})"
+)
+
+
+def _value_of(match: re.Match[str]) -> Fraction:
+    sign, number, num, den = match.groups()
+    value = Fraction(number) if number is not None else Fraction(int(num), int(den))
+    return -value if sign else value
+
+
+def gold_value_in_text(gold: str, text: str) -> bool:
+    """Whether ``text`` holds the value of a rational gold in any notation a copier can box:
+    the gold's own text (:func:`gold_in_text`), a sign set apart (``x - 2`` holds ``-2``), or
+    trailing zeros (``\\$4.50`` holds ``4.5``). Exponents and subscripts count as well.
+
+    >>> gold_value_in_text("-2", "Let $f(x) = 3x - 2$."), gold_value_in_text("4.5", r"at \\$4.50")
+    (True, True)
+    >>> gold_value_in_text("12", "What is $x^{12}$?"), gold_value_in_text("12", "What is $3 + 120$?")
+    (True, False)
+    """
+    if gold_in_text(gold, text):
+        return True
+    match = _GOLD_VALUE.fullmatch(gold.strip())
+    if match is None or (match.group(4) is not None and int(match.group(4)) == 0):
+        return False
+    value = _value_of(match)
+    return any(
+        _value_of(m) == value
+        for m in _TEXT_VALUE.finditer(text)
+        if m.group(4) is None or int(m.group(4)) != 0
+    )
 
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """How one family is registered: its generator and whether its gold may appear in the prompt."""
+    """How one family is registered: its generator, whether its gold may appear in the
+    prompt, and the final form of its answer."""
 
     family: Family
     gold_may_appear: bool
+    form: str
 
 
 class Registry:
-    """Collects a module's families; ``@reg.family(name, description)`` registers one.
+    """Collects a module's families; ``@reg.family(name, description, form=...)`` registers one.
 
-    Unless ``gold_may_appear`` (an answer that is legitimately one of the given numbers,
-    as with a median or a gcd), a generated task whose gold appears as a token in its
-    statement is redrawn from the same ``rng`` (deterministic, at most 50 times).
+    ``form`` (a name in :data:`llmgym.rewards.math.FORMS`) is the final form of the family's
+    answers: generated tasks carry it in ``metadata["form"]`` (a task built with its own
+    ``form`` keeps that one), and so does their last subtask. Unless ``gold_may_appear`` (an
+    answer that is legitimately one of the given numbers, as with a median or a gcd), a
+    generated task whose statement holds its gold's value (:func:`gold_value_in_text`) is
+    redrawn from the same ``rng`` (deterministic, at most 50 times).
     """
 
     def __init__(self) -> None:
         self.specs: list[FamilySpec] = []
 
     def family(
-        self, name: str, description: str, *, steps: bool = False, gold_may_appear: bool = False
+        self,
+        name: str,
+        description: str,
+        *,
+        form: str,
+        steps: bool = False,
+        gold_may_appear: bool = False,
     ) -> Callable[[Generator], Generator]:
+        if form not in FORMS or form in ("auto", "any"):
+            raise ValueError(
+                f"Family {name!r}: expects form in {sorted(set(FORMS) - {'auto', 'any'})}, "
+                f"actual: {form!r}"
+            )
+
         def register(generate: Generator) -> Generator:
             fn = generate if gold_may_appear else _redraw_leaks(generate)
-            fam = Family(name, fn, description=description, has_subtasks=steps)
-            self.specs.append(FamilySpec(fam, gold_may_appear))
+            fam = Family(name, _with_form(fn, form), description=description, has_subtasks=steps)
+            self.specs.append(FamilySpec(fam, gold_may_appear, form))
             return generate
 
         return register
+
+
+def _with_form(generate: Generator, form: str) -> Generator:
+    def with_form(rng: random.Random, difficulty: float) -> Task:
+        task = generate(rng, difficulty)
+        own = str(task.metadata.get("form") or form)
+        subtasks = tuple(
+            dataclasses.replace(sub, metadata={**sub.metadata, "form": own})
+            if "form" not in sub.metadata
+            else sub
+            for sub in task.subtasks
+        )
+        return dataclasses.replace(task, metadata={**task.metadata, "form": own}, subtasks=subtasks)
+
+    with_form.__name__ = generate.__name__
+    with_form.__doc__ = generate.__doc__
+    return with_form
 
 
 def _redraw_leaks(generate: Generator) -> Generator:
@@ -391,7 +468,7 @@ def _redraw_leaks(generate: Generator) -> Generator:
         for _ in range(50):
             task = generate(rng, difficulty)
             statement = task.prompt.rsplit("\n\n", 1)[0]
-            if not gold_in_text(str(task.answer), statement):
+            if not gold_value_in_text(str(task.answer), statement):
                 return task
         return task
 

@@ -4,6 +4,10 @@ level and type), and generic JSONL (llmgym's task schema or question/answer reco
 GSM8K's calculator annotations (``<<48/2=24>>``) become the task's intermediate results
 (``metadata["steps"]``) for the step checker; the reference solution, cleaned of them, is
 ``metadata["solution"]`` (what the oracle answers).
+
+Each task's ``metadata["form"]`` is the final form its answer must have (see
+:data:`llmgym.rewards.math.FORMS`): ``"number"`` for GSM8K, ``"auto"`` (the form the gold itself
+is written in) for MATH and generic records, which may name their own with a ``form`` field.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from llmgym import error
 from llmgym.envs.math.common import ANSWER_INSTRUCTION
+from llmgym.rewards._math_form import FORMS
 from llmgym.tasks import DatasetSource, Task, TaskSource
 
 FORMATS = ("gsm8k", "math", "jsonl")
@@ -66,8 +71,8 @@ def gsm8k_task(record: Mapping[str, Any], index: int) -> Task:
     """A GSM8K record ``{"question", "answer": "... #### 72"}`` as a task.
 
     >>> t = gsm8k_task({"question": "Q?", "answer": "4*3 = <<4*3=12>>12 eggs\\n#### 12"}, 0)
-    >>> t.answer, t.metadata["steps"], t.metadata["solution"].splitlines()[0]
-    ('12', ['12'], '4*3 = 12 eggs')
+    >>> t.answer, t.metadata["steps"], t.metadata["solution"].splitlines()[0], t.metadata["form"]
+    ('12', ['12'], '4*3 = 12 eggs', 'number')
     """
     question = _str_field(record, "question")
     solution = _str_field(record, "answer")
@@ -90,6 +95,7 @@ def gsm8k_task(record: Mapping[str, Any], index: int) -> Task:
         metadata={
             "solution": f"{clean}\nThe answer is $\\boxed{{{answer}}}$.",
             "steps": steps,
+            "form": "number",
         },
     )
 
@@ -105,8 +111,8 @@ def math_task(record: Mapping[str, Any], index: int) -> Task:
 
     >>> t = math_task({"problem": "1+1?", "solution": "It is $\\\\boxed{2}$.", "level": "Level 2",
     ...                "type": "Prealgebra"}, 0)
-    >>> t.answer, t.family, t.difficulty
-    ('2', 'math.prealgebra', 0.25)
+    >>> t.answer, t.family, t.difficulty, t.metadata["form"]
+    ('2', 'math.prealgebra', 0.25, 'auto')
     """
     problem = _str_field(record, "problem", "question")
     solution = _str_field(record, "solution") or ""
@@ -129,13 +135,18 @@ def math_task(record: Mapping[str, Any], index: int) -> Task:
         domain="math",
         family=f"math.{_slug(subject)}",
         difficulty=difficulty,
-        metadata={"solution": reference, "level": level, "subject": subject},
+        metadata={
+            "solution": reference,
+            "level": level,
+            "subject": subject,
+            "form": _form_field(record, index),
+        },
     )
 
 
 def jsonl_task(record: Mapping[str, Any], index: int) -> Task:
     """A record in llmgym's task schema, GSM8K's, MATH's, or ``{"question"|"problem"|"prompt",
-    "answer"}`` (with optional ``id``, ``difficulty``, ``family``, ``solution``).
+    "answer"}`` (with optional ``id``, ``difficulty``, ``family``, ``solution``, ``form``).
 
     >>> jsonl_task({"question": "2+3?", "answer": 5}, 7).prompt.splitlines()[0]
     '2+3?'
@@ -158,7 +169,7 @@ def jsonl_task(record: Mapping[str, Any], index: int) -> Task:
         raise error.InvalidTask(
             f"record {index}: expects llmgym's task schema or a 'question' with an 'answer'"
         )
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = {"form": _form_field(record, index)}
     if isinstance(record.get("solution"), str):
         metadata["solution"] = record["solution"]
     return Task(
@@ -170,6 +181,16 @@ def jsonl_task(record: Mapping[str, Any], index: int) -> Task:
         difficulty=float(record.get("difficulty", 0.5)),
         metadata=metadata,
     )
+
+
+def _form_field(record: Mapping[str, Any], index: int) -> str:
+    """A record's own ``form`` (checked), else ``"auto"``."""
+    form = record.get("form", "auto")
+    if form not in FORMS:
+        raise error.InvalidTask(
+            f"record {index}: expects form in {sorted(FORMS)}, actual: {form!r}"
+        )
+    return str(form)
 
 
 _CONVERTERS = {"gsm8k": gsm8k_task, "math": math_task, "jsonl": jsonl_task}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,25 +13,15 @@ from llmgym.envs.math.common import ANSWER_INSTRUCTION
 from llmgym.envs.math.datasets import load_tasks
 from llmgym.envs.math.families import FAMILIES
 from llmgym.rewards import RewardResult
+from llmgym.rewards._math_form import is_factored
 from llmgym.tasks import ProceduralSource, Subtask, Task
+
+__all__ = ["DEFAULT_FORM", "MathEnv", "is_factored", "milestones_of"]
 
 SEQUENTIAL_INSTRUCTION = "Answer the questions below one at a time; put each answer in \\boxed{}."
 SHOW_WORK = "Show your work, writing each intermediate result as an equation (for example $a \\times b = c$)."
-_FACTOR = re.compile(r"-?\d*x?(?:\([^()]*\)(?:\^\{?\d+\}?)?){2,}|-?\d*x?\([^()]*\)\^\{?\d+\}?")
-
-
-def is_factored(answer: str) -> bool:
-    """Whether an answer is written as a product of parenthesized linear factors.
-
-    >>> is_factored("(x - 2)(x + 3)"), is_factored("2(x+1)^2"), is_factored("x^2 + x - 6")
-    (True, True, False)
-    >>> is_factored("(x^2 + x - 6)(1)")
-    False
-    """
-    text = re.sub(r"\\left|\\right|\\cdot|\*|\s", "", answer)
-    if not _FACTOR.fullmatch(text):
-        return False
-    return all("^" not in inner for inner in re.findall(r"\(([^()]*)\)", text))
+DEFAULT_FORM = "auto"
+"""The final form of a task that declares none (``metadata["form"]``): the gold's own."""
 
 
 class MathEnv(LLMEnv):
@@ -61,7 +50,10 @@ class MathEnv(LLMEnv):
 
     ## Rewards
     ``correctness`` (1 if the boxed answer equals the gold, strictly: no x100 percent leniency,
-    intervals' ends matter, hedged answers score 0), optionally scaled by the verifier's
+    intervals' ends matter, hedged answers score 0, and written in the task's final form:
+    ``metadata["form"]``, declared by every family, such as ``"number"``, ``"fraction"`` or
+    ``"radical"``, so that the question's own expression boxed back scores 0; GSM8K answers are
+    numbers, other datasets' take the form of their gold, ``"auto"``), optionally scaled by the verifier's
     ``format_weight``; plus ``process_reward * process`` where ``process`` in [0, 1] is the
     rule-based step checker (:mod:`llmgym.rewards.math_process`: intermediate results stated as
     equations, in dependency order, without wrong arithmetic or listing; capped at 0.5 when the
@@ -196,6 +188,15 @@ class MathEnv(LLMEnv):
             answer = answer[0]  # several acceptable golds: any one will do
         return f"The answer is $\\boxed{{{answer}}}$."
 
+    def grade_subtask(self, task: Task, subtask: Subtask, message: Message) -> RewardResult:
+        if subtask.verifier != "math":
+            return super().grade_subtask(task, subtask, message)
+        from llmgym.rewards.math import math_reward
+
+        options = {k: v for k, v in self.verifier_options.items() if k != "format_weight"}
+        form = subtask.metadata.get("form", DEFAULT_FORM)
+        return math_reward(message["content"], subtask.answer, form=form, **options)
+
     def oracle_subtask(self, task: Task, subtask: Subtask) -> str:
         if self.subtask_mode == "sequential":
             return f"\\boxed{{{subtask.answer}}}"
@@ -217,21 +218,14 @@ class MathEnv(LLMEnv):
         return self._grade(episode.task, message, process=False)
 
     def _grade(self, task: Task, message: Message, *, process: bool) -> RewardResult:
-        from llmgym.rewards.math import extract_answer, math_reward
+        from llmgym.rewards.math import math_reward
 
         content = message["content"]
-        result = math_reward(content, task.answer, **self.verifier_options)
+        form = task.metadata.get("form", DEFAULT_FORM)
+        result = math_reward(content, task.answer, form=form, **self.verifier_options)
         correct = result.success
         score = result.score
         feedback = result.feedback
-        form = task.metadata.get("form")
-        if correct and form == "factored":
-            answer = extract_answer(content) or ""
-            if not is_factored(answer):
-                correct, score = False, 0.0
-                feedback = (
-                    "The answer is equal but not factored; write it as a product of linear factors."
-                )
         components = {"correctness": 1.0 if correct else 0.0}
         if self.verifier_options["format_weight"] > 0:
             components["format"] = result.components.get("format", 0.0)

@@ -56,7 +56,11 @@ def _rational(rng: random.Random, hi: int, den_hi: int) -> Fraction:
     return Fraction(rng.randint(-hi, hi), den)
 
 
-@reg.family("algebra.linear", "a linear equation in one unknown (integer, then fractional roots)")
+@reg.family(
+    "algebra.linear",
+    "a linear equation in one unknown (integer, then fractional roots)",
+    form="number",
+)
 def linear_equation(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 60)
     den = 1 if d < 0.5 else rng.randint(1, scale(d, 1, 9))
@@ -75,6 +79,7 @@ def linear_equation(rng: random.Random, d: float) -> Task:
     "algebra.quadratic",
     "a quadratic equation; rational roots, then irrational ones (±); the discriminant is a subtask",
     steps=True,
+    form="radical",
 )
 def quadratic(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, 15)
@@ -119,6 +124,7 @@ def quadratic(rng: random.Random, d: float) -> Task:
     "algebra.system",
     "a 2x2 (then 3x3) linear system with an integer solution; each unknown is a subtask",
     steps=True,
+    form="number",
 )
 def system(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.6 else 3
@@ -165,7 +171,7 @@ def det(m: list[list[int]]) -> int:
     )
 
 
-@reg.family("algebra.evaluate", "evaluate a polynomial expression at given values")
+@reg.family("algebra.evaluate", "evaluate a polynomial expression at given values", form="number")
 def evaluate(rng: random.Random, d: float) -> Task:
     degree = scale(d, 1, 4)
     coeffs = [rng.randint(-9, 9) for _ in range(degree)] + [nonzero(rng, 9)]
@@ -175,7 +181,9 @@ def evaluate(rng: random.Random, d: float) -> Task:
     return build("", f"If $x = {tex(x)}$, what is ${poly(coeffs)}$?", tex(poly_eval(coeffs, x)))
 
 
-@reg.family("algebra.exponents", "combine powers of a common base: find the exponent")
+@reg.family(
+    "algebra.exponents", "combine powers of a common base: find the exponent", form="number"
+)
 def exponents(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3])
     k = scale(d, 2, 4)
@@ -194,7 +202,9 @@ def exponents(rng: random.Random, d: float) -> Task:
     return build("", f"If ${text} = {base}^n$, what is $n$?", str(total))
 
 
-@reg.family("algebra.abs_equation", "an absolute-value equation |ax + b| = c (two solutions)")
+@reg.family(
+    "algebra.abs_equation", "an absolute-value equation |ax + b| = c (two solutions)", form="number"
+)
 def abs_equation(rng: random.Random, d: float) -> Task:
     a = nonzero(rng, scale(d, 1, 6))
     b = rng.randint(-up_to(d, 9, 40), up_to(d, 9, 40))
@@ -208,7 +218,12 @@ def abs_equation(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("algebra.compose", "a composition f(g(k)); the inner value is a subtask", steps=True)
+@reg.family(
+    "algebra.compose",
+    "a composition f(g(k)); the inner value is a subtask",
+    steps=True,
+    form="number",
+)
 def compose(rng: random.Random, d: float) -> Task:
     a, b = nonzero(rng, scale(d, 4, 9)), rng.randint(-9, 9)
     c, e = nonzero(rng, scale(d, 2, 5)), rng.randint(-9, 9)
@@ -226,7 +241,7 @@ def compose(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("algebra.inverse", "evaluate the inverse of a linear function")
+@reg.family("algebra.inverse", "evaluate the inverse of a linear function", form="number")
 def inverse(rng: random.Random, d: float) -> Task:
     a, b = nonzero(rng, scale(d, 3, 9)), rng.randint(-12, 12)
     c = rng.randint(1, scale(d, 1, 6))
@@ -235,7 +250,7 @@ def inverse(rng: random.Random, d: float) -> Task:
     return build(f"Let $f(x) = {fx}$.", f"What is $f^{{-1}}({k})$?", tex(Fraction(c * k - b, a)))
 
 
-@reg.family("ineq.linear", "a linear inequality; the answer is an interval")
+@reg.family("ineq.linear", "a linear inequality; the answer is an interval", form="number")
 def ineq_linear(rng: random.Random, d: float) -> Task:
     a, c = nonzero(rng, scale(d, 5, 12)), rng.randint(-6, 6) if d >= 0.4 else 0
     if a == c:
@@ -261,6 +276,7 @@ def ineq_linear(rng: random.Random, d: float) -> Task:
     "ineq.quadratic",
     "a quadratic inequality with integer roots; the roots are subtasks",
     steps=True,
+    form="number",
 )
 def ineq_quadratic(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, 20)
@@ -292,7 +308,7 @@ def ineq_quadratic(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("ineq.abs", "an absolute-value inequality |x - a| < b or > b")
+@reg.family("ineq.abs", "an absolute-value inequality |x - a| < b or > b", form="number")
 def ineq_abs(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 9, 50), up_to(d, 9, 50))
     b = rng.randint(1, up_to(d, 9, 40))
@@ -311,7 +327,11 @@ def ineq_abs(rng: random.Random, d: float) -> Task:
     return build("", f"Solve $|{linear(k, -a)}| {op} {b}$.", answer, fmt=INTERVAL_FORMAT)
 
 
-@reg.family("poly.expand_coeff", "expand a product of linear factors and read one coefficient")
+@reg.family(
+    "poly.expand_coeff",
+    "expand a product of linear factors and read one coefficient",
+    form="number",
+)
 def expand_coeff(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 5)
     hi = scale(d, 3, 9)
@@ -330,7 +350,9 @@ def expand_coeff(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("poly.factor", "factor a polynomial with integer linear factors completely")
+@reg.family(
+    "poly.factor", "factor a polynomial with integer linear factors completely", form="factored"
+)
 def factor(rng: random.Random, d: float) -> Task:
     k = 2 if d < 0.6 else 3
     lead_hi = scale(d, 1, 3)
@@ -349,11 +371,10 @@ def factor(rng: random.Random, d: float) -> Task:
         f"Factor ${poly(product)}$ completely over the integers.",
         answer,
         fmt="Write the answer as a product of linear factors, such as $(x + a)(bx + c)$.",
-        form="factored",
     )
 
 
-@reg.family("poly.roots", "all roots of a cubic with integer roots")
+@reg.family("poly.roots", "all roots of a cubic with integer roots", form="number")
 def roots(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 12)
     rs = rng.sample(range(-hi, hi + 1), 3)
@@ -366,7 +387,7 @@ def roots(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("poly.remainder", "the remainder of a polynomial division by x - a")
+@reg.family("poly.remainder", "the remainder of a polynomial division by x - a", form="number")
 def remainder(rng: random.Random, d: float) -> Task:
     degree = scale(d, 2, 6)
     coeffs = [rng.randint(-9, 9) for _ in range(degree)] + [nonzero(rng, 5)]

@@ -25,14 +25,16 @@ from llmgym.tasks import Task
 reg = Registry()
 
 
-@reg.family("arith.add_small", "a + b; at difficulty 0 two digits 1..9 (the easiest family)")
+@reg.family(
+    "arith.add_small", "a + b; at difficulty 0 two digits 1..9 (the easiest family)", form="number"
+)
 def add_small(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 99)
     a, b = rng.randint(1, hi), rng.randint(1, hi)
     return build("", f"What is {a} + {b}?", str(a + b))
 
 
-@reg.family("arith.add_sub", "a sum of 2-7 signed integers of 1-5 digits")
+@reg.family("arith.add_sub", "a sum of 2-7 signed integers of 1-5 digits", form="number")
 def add_sub(rng: random.Random, d: float) -> Task:
     terms = scale(d, 2, 7)
     hi = up_to(d, 20, 99_999)
@@ -41,7 +43,7 @@ def add_sub(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${text}$.", str(sum(values)))
 
 
-@reg.family("arith.mul", "a product of two or three integers")
+@reg.family("arith.mul", "a product of two or three integers", form="number")
 def mul(rng: random.Random, d: float) -> Task:
     factors = [rng.randint(2, up_to(d, 9, 9999)), rng.randint(2, up_to(d, 9, 999))]
     if d >= 0.7:
@@ -50,7 +52,7 @@ def mul(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${text}$.", str(math.prod(factors)))
 
 
-@reg.family("arith.div", "exact integer division (long division)")
+@reg.family("arith.div", "exact integer division (long division)", form="number")
 def div(rng: random.Random, d: float) -> Task:
     divisor = rng.randint(2, up_to(d, 9, 999))
     quotient = rng.randint(2, up_to(d, 12, 9999))
@@ -115,6 +117,7 @@ def _flat(node: Node) -> str:
     "arith.order_ops",
     "an expression with + - × ÷ and parentheses; each parenthesized part is a subtask",
     steps=True,
+    form="number",
 )
 def order_ops(rng: random.Random, d: float) -> Task:
     depth = scale(d, 2, 5)
@@ -155,7 +158,7 @@ def _contains(outer: Node, inner: Node) -> bool:
     return False
 
 
-@reg.family("arith.powers", "signed integer powers and their sums")
+@reg.family("arith.powers", "signed integer powers and their sums", form="number")
 def powers(rng: random.Random, d: float) -> Task:
     terms = scale(d, 1, 3)
     total = 0
@@ -170,7 +173,7 @@ def powers(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${' '.join(parts)}$.", str(total))
 
 
-@reg.family("arith.decimal", "sums and products of decimals (exact)")
+@reg.family("arith.decimal", "sums and products of decimals (exact)", form="number")
 def decimals(rng: random.Random, d: float) -> Task:
     places = scale(d, 1, 3)
     hi = up_to(d, 99, 99_999)
@@ -195,6 +198,7 @@ def _fraction(rng: random.Random, hi: int, *, signed: bool) -> Fraction:
     "frac.add",
     "sums of fractions in lowest terms; the least common denominator is a subtask",
     steps=True,
+    form="fraction",
 )
 def frac_add(rng: random.Random, d: float) -> Task:
     n = scale(d, 2, 4)
@@ -217,7 +221,7 @@ def frac_add(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("frac.mul_div", "products and quotients of fractions")
+@reg.family("frac.mul_div", "products and quotients of fractions", form="fraction")
 def frac_mul_div(rng: random.Random, d: float) -> Task:
     n = scale(d, 2, 4)
     values = [_fraction(rng, up_to(d, 9, 20), signed=d >= 0.5) for _ in range(n)]
@@ -238,7 +242,7 @@ def frac_mul_div(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("frac.of", "a fraction of a quantity (a word problem)")
+@reg.family("frac.of", "a fraction of a quantity (a word problem)", form="number")
 def frac_of(rng: random.Random, d: float) -> Task:
     den = rng.randint(2, scale(d, 5, 16))
     num = rng.randint(1, den - 1)
@@ -253,7 +257,7 @@ def frac_of(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("percent.of", "p% of a number")
+@reg.family("percent.of", "p% of a number", form="number")
 def percent_of(rng: random.Random, d: float) -> Task:
     p = Fraction(
         rng.choice([10, 20, 25, 50, 75, 5, 15, 30, 40, 60]) if d < 0.4 else rng.randint(1, 199)
@@ -265,7 +269,12 @@ def percent_of(rng: random.Random, d: float) -> Task:
     return build("", f"What is ${decimal(p)}\\%$ of ${base}$?", decimal(value))
 
 
-@reg.family("percent.change", "percent increase or decrease; the change is a subtask", steps=True)
+@reg.family(
+    "percent.change",
+    "percent increase or decrease; the change is a subtask",
+    steps=True,
+    form="number",
+)
 def percent_change(rng: random.Random, d: float) -> Task:
     old = rng.randint(2, up_to(d, 20, 900)) * 4
     pct = Fraction(rng.randint(1, scale(d, 10, 99)) * (5 if d < 0.4 else 1))
@@ -294,6 +303,7 @@ def percent_change(rng: random.Random, d: float) -> Task:
     "percent.discount",
     "a discounted price with sales tax (multi-step; each amount is a subtask)",
     steps=True,
+    form="number",
 )
 def percent_discount(rng: random.Random, d: float) -> Task:
     price = rng.randint(4, up_to(d, 40, 400)) * 5
@@ -332,6 +342,7 @@ def percent_discount(rng: random.Random, d: float) -> Task:
     "ratio.share",
     "share a quantity in a ratio; total parts and one part are subtasks",
     steps=True,
+    form="number",
 )
 def ratio_share(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 4)
@@ -356,7 +367,9 @@ def ratio_share(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("ratio.proportion", "direct proportion via the unit rate (a subtask)", steps=True)
+@reg.family(
+    "ratio.proportion", "direct proportion via the unit rate (a subtask)", steps=True, form="number"
+)
 def ratio_proportion(rng: random.Random, d: float) -> Task:
     unit_cents = rng.randint(5, up_to(d, 40, 900)) * 5
     unit = Fraction(unit_cents, 100)

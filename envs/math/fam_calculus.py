@@ -28,7 +28,11 @@ reg = Registry()
 MATRIX_FORMAT = "Write a matrix as \\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix}."
 
 
-@reg.family("log.eval", "evaluate log_b(x) exactly (integer, negative, then fractional values)")
+@reg.family(
+    "log.eval",
+    "evaluate log_b(x) exactly (integer, negative, then fractional values)",
+    form="number",
+)
 def log_eval(rng: random.Random, d: float) -> Task:
     c = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 5, 6, 7, 10])
     q = 1 if d < 0.4 else rng.randint(1, 3)
@@ -43,7 +47,12 @@ def log_eval(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("log.equation", "a logarithmic equation; the argument's value is a subtask", steps=True)
+@reg.family(
+    "log.equation",
+    "a logarithmic equation; the argument's value is a subtask",
+    steps=True,
+    form="number",
+)
 def log_equation(rng: random.Random, d: float) -> Task:
     b = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 4, 5, 10])
     if d < 0.6:
@@ -69,7 +78,7 @@ def log_equation(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("log.rules", "combine logarithms with the product and quotient rules")
+@reg.family("log.rules", "combine logarithms with the product and quotient rules", form="number")
 def log_rules(rng: random.Random, d: float) -> Task:
     b = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 4, 5, 6, 10])
     k = rng.randint(1, scale(d, 3, 6))
@@ -94,6 +103,7 @@ def _minor(m: Sequence[Sequence[int]], j: int) -> list[list[int]]:
     "matrix.det",
     "a 2x2 or 3x3 determinant; the first-row minors of a 3x3 are subtasks",
     steps=True,
+    form="number",
 )
 def determinant(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
@@ -127,7 +137,7 @@ def determinant(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("matrix.mul", "a matrix product (2x2, then rectangular)")
+@reg.family("matrix.mul", "a matrix product (2x2, then rectangular)", form="number")
 def matmul(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 10)
     n, k, p = (2, 2, 2) if d < 0.5 else (rng.randint(2, 3), rng.randint(2, 3), rng.randint(2, 3))
@@ -138,7 +148,10 @@ def matmul(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "matrix.inverse", "the inverse of a 2x2 matrix; the determinant is a subtask", steps=True
+    "matrix.inverse",
+    "the inverse of a 2x2 matrix; the determinant is a subtask",
+    steps=True,
+    form="number",
 )
 def inverse(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 9)
@@ -164,7 +177,7 @@ def inverse(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("vector.products", "dot products, then cross products of 3-vectors")
+@reg.family("vector.products", "dot products, then cross products of 3-vectors", form="number")
 def vector_products(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.3 else 3
     hi = scale(d, 5, 12)
@@ -200,7 +213,9 @@ def complex_tex(re_part: Fraction, im_part: Fraction) -> str:
     return (text + term) or "0"
 
 
-@reg.family("complex.arith", "products and quotients of complex numbers in a + bi form")
+@reg.family(
+    "complex.arith", "products and quotients of complex numbers in a + bi form", form="complex"
+)
 def complex_arith(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
     a, b, c, e = (nonzero(rng, hi) for _ in range(4))
@@ -246,6 +261,7 @@ def _random_poly(rng: random.Random, degree: int, hi: int) -> list[int]:
     "calc.derivative",
     "f'(a) for a polynomial (then a product); the derivative f'(x) is a subtask",
     steps=True,
+    form="number",
 )
 def derivative(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 9)
@@ -262,7 +278,7 @@ def derivative(rng: random.Random, d: float) -> Task:
         f"Let $f(x) = {f_text}$.",
         f"What is $f'({a})$?",
         tex(poly_eval(df, a)),
-        steps=[Step("What is $f'(x)$?", poly(df), "f'(x)")],
+        steps=[Step("What is $f'(x)$?", poly(df), "f'(x)", form="polynomial")],
         final_work=poly_at(df, a),
     )
 
@@ -271,6 +287,7 @@ def derivative(rng: random.Random, d: float) -> Task:
     "calc.integral",
     "a definite integral of a polynomial; the antiderivative at each limit is a subtask",
     steps=True,
+    form="number",
 )
 def integral(rng: random.Random, d: float) -> Task:
     f = _random_poly(rng, scale(d, 1, 4), scale(d, 4, 9))
@@ -298,7 +315,9 @@ def integral(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "calc.limit", "limits of rational functions (at infinity, then removable singularities)"
+    "calc.limit",
+    "limits of rational functions (at infinity, then removable singularities)",
+    form="number",
 )
 def limit(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
@@ -328,6 +347,7 @@ def limit(rng: random.Random, d: float) -> Task:
     "calc.tangent",
     "the y-intercept of a tangent line; f(a) and f'(a) are subtasks",
     steps=True,
+    form="number",
 )
 def tangent(rng: random.Random, d: float) -> Task:
     f = _random_poly(rng, scale(d, 2, 4), scale(d, 4, 8))

@@ -34,6 +34,7 @@ def _ordinal(n: int) -> str:
     "seq.arithmetic",
     "the n-th term of an arithmetic sequence; the difference is a subtask",
     steps=True,
+    form="number",
 )
 def seq_arithmetic(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 9, 200), up_to(d, 20, 200))
@@ -54,7 +55,10 @@ def seq_arithmetic(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "seq.geometric", "the n-th term of a geometric sequence; the ratio is a subtask", steps=True
+    "seq.geometric",
+    "the n-th term of a geometric sequence; the ratio is a subtask",
+    steps=True,
+    form="number",
 )
 def seq_geometric(rng: random.Random, d: float) -> Task:
     a = nonzero(rng, scale(d, 5, 12)) if d >= 0.3 else rng.randint(1, 5)
@@ -81,6 +85,7 @@ def seq_geometric(rng: random.Random, d: float) -> Task:
     "seq.recursive",
     "iterate a recurrence; every intermediate term is a subtask",
     steps=True,
+    form="number",
 )
 def seq_recursive(rng: random.Random, d: float) -> Task:
     k = scale(d, 3, 7)
@@ -120,6 +125,7 @@ def seq_recursive(rng: random.Random, d: float) -> Task:
     "series.arithmetic_sum",
     "the sum of a finite arithmetic series; the number of terms is a subtask",
     steps=True,
+    form="number",
 )
 def series_arithmetic(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 5, 100), up_to(d, 10, 100))
@@ -147,6 +153,7 @@ def series_arithmetic(rng: random.Random, d: float) -> Task:
     "series.geometric_sum",
     "a finite (then infinite) geometric series; the ratio is a subtask",
     steps=True,
+    form="number",
 )
 def series_geometric(rng: random.Random, d: float) -> Task:
     a = rng.randint(1, scale(d, 5, 20))
@@ -172,7 +179,7 @@ def series_geometric(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("comb.choose", "binomial coefficients: choose k of n")
+@reg.family("comb.choose", "binomial coefficients: choose k of n", form="number")
 def choose(rng: random.Random, d: float) -> Task:
     n = rng.randint(scale(d, 4, 15), scale(d, 8, 40))
     k = rng.randint(2, max(2, min(n - 2, scale(d, 3, 10))))
@@ -185,7 +192,9 @@ def choose(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("comb.permutations", "ordered selections: award k distinct prizes among n people")
+@reg.family(
+    "comb.permutations", "ordered selections: award k distinct prizes among n people", form="number"
+)
 def permutations(rng: random.Random, d: float) -> Task:
     n = rng.randint(scale(d, 4, 10), scale(d, 8, 30))
     k = rng.randint(2, min(n - 1, scale(d, 3, 6)))
@@ -203,7 +212,11 @@ _WORDS = (
 )  # fmt: skip
 
 
-@reg.family("comb.arrangements", "distinct arrangements of the letters of a word with repeats")
+@reg.family(
+    "comb.arrangements",
+    "distinct arrangements of the letters of a word with repeats",
+    form="number",
+)
 def arrangements(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, len(_WORDS))
     word = _WORDS[rng.randrange(max(0, hi - 6), hi)]
@@ -221,6 +234,7 @@ def arrangements(rng: random.Random, d: float) -> Task:
     "comb.committee",
     "committees with at least one member of a group (complement counting; subtasks)",
     steps=True,
+    form="number",
 )
 def committee(rng: random.Random, d: float) -> Task:
     m = rng.randint(scale(d, 3, 8), scale(d, 6, 15))
@@ -248,6 +262,7 @@ def committee(rng: random.Random, d: float) -> Task:
     "prob.dice",
     "probability of a dice sum; favorable and total outcomes are subtasks",
     steps=True,
+    form="fraction",
 )
 def dice(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.6 else 3
@@ -281,6 +296,7 @@ def dice(rng: random.Random, d: float) -> Task:
     "prob.draw",
     "drawing two marbles without replacement; each draw's probability is a subtask",
     steps=True,
+    form="fraction",
 )
 def draw(rng: random.Random, d: float) -> Task:
     r, b = rng.randint(2, scale(d, 6, 20)), rng.randint(2, scale(d, 6, 20))
@@ -318,6 +334,7 @@ def draw(rng: random.Random, d: float) -> Task:
     "prob.complement",
     "at least one success in n trials via the complement; P(none) is a subtask",
     steps=True,
+    form="fraction",
 )
 def complement(rng: random.Random, d: float) -> Task:
     sides = rng.choice([4, 6]) if d < 0.5 else rng.choice([6, 8, 10, 12])
@@ -340,7 +357,7 @@ def complement(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("prob.expected", "the expected value of a discrete payout")
+@reg.family("prob.expected", "the expected value of a discrete payout", form="number")
 def expected(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 5)
     weights = [rng.randint(1, 6) for _ in range(k)]
@@ -359,7 +376,9 @@ def expected(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.gcd_lcm", "gcd or lcm of two or three integers", gold_may_appear=True)
+@reg.family(
+    "nt.gcd_lcm", "gcd or lcm of two or three integers", gold_may_appear=True, form="number"
+)
 def gcd_lcm(rng: random.Random, d: float) -> Task:
     k = 2 if d < 0.6 else 3
     g = rng.randint(2, up_to(d, 6, 60))
@@ -377,7 +396,7 @@ def gcd_lcm(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.modpow", "a^b mod m by repeated squaring")
+@reg.family("nt.modpow", "a^b mod m by repeated squaring", form="number")
 def modpow(rng: random.Random, d: float) -> Task:
     m = rng.randint(3, up_to(d, 13, 1000))
     a = rng.randint(2, up_to(d, 12, 500))
@@ -387,7 +406,7 @@ def modpow(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.congruence", "solve a linear congruence ax ≡ b (mod m)")
+@reg.family("nt.congruence", "solve a linear congruence ax ≡ b (mod m)", form="number")
 def congruence(rng: random.Random, d: float) -> Task:
     while True:
         m = rng.randint(5, up_to(d, 13, 500))
@@ -403,7 +422,7 @@ def congruence(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.divisors", "the number of positive divisors of n")
+@reg.family("nt.divisors", "the number of positive divisors of n", form="number")
 def divisors(rng: random.Random, d: float) -> Task:
     primes = [2, 3, 5, 7, 11, 13]
     k = scale(d, 1, 4)
@@ -423,7 +442,7 @@ def _primes_upto(n: int) -> list[int]:
     return [i for i, is_p in enumerate(sieve) if is_p]
 
 
-@reg.family("nt.primes", "count the primes in a range")
+@reg.family("nt.primes", "count the primes in a range", form="number")
 def primes(rng: random.Random, d: float) -> Task:
     width = up_to(d, 20, 400)
     lo = rng.randint(1, up_to(d, 30, 5000))
@@ -441,7 +460,7 @@ def _to_base(n: int, base: int) -> str:
     return out or "0"
 
 
-@reg.family("nt.base_to_decimal", "convert a numeral in base 2-16 to base 10")
+@reg.family("nt.base_to_decimal", "convert a numeral in base 2-16 to base 10", form="number")
 def base_to_decimal(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3, 5, 8]) if d < 0.5 else rng.choice([2, 4, 6, 7, 9, 12, 16])
     n = rng.randint(base + 1, up_to(d, 60, 10**6))
@@ -450,7 +469,7 @@ def base_to_decimal(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.decimal_to_base", "convert a base-10 integer to base 2-9")
+@reg.family("nt.decimal_to_base", "convert a base-10 integer to base 2-9", form="number")
 def decimal_to_base(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3, 5, 8]) if d < 0.5 else rng.choice([2, 4, 6, 7, 9])
     n = rng.randint(base + 1, up_to(d, 60, 10**5))
@@ -462,14 +481,19 @@ def decimal_to_base(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.units_digit", "the units digit of a large power")
+@reg.family("nt.units_digit", "the units digit of a large power", form="number")
 def units_digit(rng: random.Random, d: float) -> Task:
     a = rng.randint(2, up_to(d, 9, 999))
     b = rng.randint(up_to(d, 5, 100), up_to(d, 30, 10**9))
     return build("", f"What is the units digit of ${a}^{{{b}}}$?", str(pow(a, b, 10)))
 
 
-@reg.family("sets.ops", "union, intersection and difference of finite sets", gold_may_appear=True)
+@reg.family(
+    "sets.ops",
+    "union, intersection and difference of finite sets",
+    gold_may_appear=True,
+    form="number",
+)
 def set_ops(rng: random.Random, d: float) -> Task:
     universe = list(range(1, up_to(d, 12, 60) + 1))
     size = scale(d, 4, 9)
@@ -502,6 +526,7 @@ def set_ops(rng: random.Random, d: float) -> Task:
     "sets.venn",
     "inclusion-exclusion with two groups; the union is a subtask",
     steps=True,
+    form="number",
 )
 def venn(rng: random.Random, d: float) -> Task:
     both = rng.randint(1, up_to(d, 8, 60))
@@ -528,7 +553,7 @@ def venn(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("stats.mean", "the mean of a list of numbers (exact)")
+@reg.family("stats.mean", "the mean of a list of numbers (exact)", form="number")
 def mean(rng: random.Random, d: float) -> Task:
     n = scale(d, 3, 12)
     values = [
@@ -542,7 +567,7 @@ def mean(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("stats.median", "the median of an unsorted list", gold_may_appear=True)
+@reg.family("stats.median", "the median of an unsorted list", gold_may_appear=True, form="number")
 def median(rng: random.Random, d: float) -> Task:
     n = scale(d, 3, 14)
     values = [rng.randint(0, up_to(d, 20, 1000)) for _ in range(n)]

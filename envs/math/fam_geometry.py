@@ -43,6 +43,7 @@ def _number(value: Fraction | int) -> str:
     "geom.area",
     "areas of rectangles, triangles and trapezoids; composite figures (with subtasks) when hard",
     steps=True,
+    form="number",
 )
 def area(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 12, 120)
@@ -90,6 +91,7 @@ def area(rng: random.Random, d: float) -> Task:
     "geom.circle",
     "circle area and circumference in terms of pi; annulus areas (subtasks) when hard",
     steps=True,
+    form="pi",
 )
 def circle(rng: random.Random, d: float) -> Task:
     r = rng.randint(1, up_to(d, 12, 80))
@@ -106,12 +108,14 @@ def circle(rng: random.Random, d: float) -> Task:
                     pi_tex(outer**2),
                     f"\\pi \\cdot {outer}^2",
                     after=(),
+                    form="pi",
                 ),
                 Step(
                     "What is the area of the smaller circle?",
                     pi_tex(inner**2),
                     f"\\pi \\cdot {inner}^2",
                     after=(),
+                    form="pi",
                 ),
             ],
             final_work=f"{pi_tex(outer**2)} - {pi_tex(inner**2)}",
@@ -139,6 +143,7 @@ _TRIPLES = ((3, 4, 5), (5, 12, 13), (8, 15, 17), (7, 24, 25), (20, 21, 29), (9, 
     "geom.pythagoras",
     "a side of a right triangle (triples, then radicals); the square of the side is a subtask",
     steps=True,
+    form="radical",
 )
 def pythagoras(rng: random.Random, d: float) -> Task:
     if d < 0.5:
@@ -167,7 +172,11 @@ def pythagoras(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("geom.volume", "volumes of boxes, cylinders, cones and spheres (exact, in terms of pi)")
+@reg.family(
+    "geom.volume",
+    "volumes of boxes, cylinders, cones and spheres (exact, in terms of pi)",
+    form="pi",
+)
 def volume(rng: random.Random, d: float) -> Task:
     r, h = rng.randint(1, up_to(d, 6, 30)), rng.randint(1, up_to(d, 10, 50))
     shapes = ["box", "cylinder"] + (["cone", "sphere"] if d >= 0.4 else [])
@@ -191,7 +200,11 @@ def volume(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("geom.polygon_angles", "interior angles of polygons (sum, regular, sides from angle)")
+@reg.family(
+    "geom.polygon_angles",
+    "interior angles of polygons (sum, regular, sides from angle)",
+    form="number",
+)
 def polygon_angles(rng: random.Random, d: float) -> Task:
     n = rng.randint(5, scale(d, 12, 40))
     kind = rng.choice(["sum", "each", "sides"]) if d >= 0.3 else "sum"
@@ -219,7 +232,10 @@ def polygon_angles(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "geom.distance", "distance between two points; the squared distance is a subtask", steps=True
+    "geom.distance",
+    "distance between two points; the squared distance is a subtask",
+    steps=True,
+    form="radical",
 )
 def distance(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 50)
@@ -248,7 +264,7 @@ def distance(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("geom.midpoint", "the midpoint of a segment, as an ordered pair")
+@reg.family("geom.midpoint", "the midpoint of a segment, as an ordered pair", form="number")
 def midpoint(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 10, 60)
     pts = [rng.randint(-hi, hi) for _ in range(4)]
@@ -269,6 +285,7 @@ def midpoint(rng: random.Random, d: float) -> Task:
     "geom.line",
     "the y-intercept of the line through two points; the slope is a subtask",
     steps=True,
+    form="number",
 )
 def line(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 40)
@@ -344,7 +361,9 @@ def trig_value(fn: str, deg: int) -> tuple[Fraction, int] | None:
     return (-coef if quadrant_negative else coef), rad
 
 
-@reg.family("trig.exact", "exact sin, cos, tan at special angles (degrees, then radians)")
+@reg.family(
+    "trig.exact", "exact sin, cos, tan at special angles (degrees, then radians)", form="radical"
+)
 def trig_exact(rng: random.Random, d: float) -> Task:
     while True:
         fn = rng.choice(["sin", "cos", "tan"])
@@ -372,6 +391,7 @@ def trig_exact(rng: random.Random, d: float) -> Task:
     "trig.quadrant",
     "cos or tan from sin and the quadrant; cos^2 is a subtask",
     steps=True,
+    form="radical",
 )
 def trig_quadrant(rng: random.Random, d: float) -> Task:
     if d < 0.6:
@@ -405,6 +425,7 @@ def trig_quadrant(rng: random.Random, d: float) -> Task:
     "trig.right_triangle",
     "a trig ratio in a right triangle; the missing side is a subtask",
     steps=True,
+    form="fraction",
 )
 def right_triangle(rng: random.Random, d: float) -> Task:
     a, b, c = _TRIPLES[rng.randrange(scale(d, 2, 6))]
@@ -436,6 +457,7 @@ _CONVERSIONS = (
     "units.convert",
     "unit conversions with exact factors; two-hop chains (the middle amount a subtask) when hard",
     steps=True,
+    form="number",
 )
 def convert(rng: random.Random, d: float) -> Task:
     if d >= 0.6:
@@ -479,7 +501,10 @@ def convert(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "units.speed", "convert a speed in km/h to m/s; meters per hour is a subtask", steps=True
+    "units.speed",
+    "convert a speed in km/h to m/s; meters per hour is a subtask",
+    steps=True,
+    form="number",
 )
 def speed(rng: random.Random, d: float) -> Task:
     kmh = rng.randint(3, up_to(d, 36, 300)) * (18 if d < 0.4 else 1)

@@ -24,6 +24,7 @@ _GOODS = (
     "word.shopping",
     "buy several goods and get change; each cost and the total are subtasks",
     steps=True,
+    form="number",
 )
 def shopping(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
@@ -68,6 +69,7 @@ def shopping(rng: random.Random, d: float) -> Task:
     "word.travel",
     "distance over two legs at different speeds (then average speed); each leg is a subtask",
     steps=True,
+    form="number",
 )
 def travel(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
@@ -134,6 +136,7 @@ def _hours(t: Fraction) -> str:
     "word.work_rate",
     "two workers together (combined rates); each rate is a subtask",
     steps=True,
+    form="number",
 )
 def work_rate(rng: random.Random, d: float) -> Task:
     a_name, b_name = rng.sample(NAMES, 2)
@@ -175,7 +178,10 @@ def work_rate(rng: random.Random, d: float) -> Task:
 
 
 @reg.family(
-    "word.age", "an age puzzle (a linear equation); the younger age is a subtask", steps=True
+    "word.age",
+    "an age puzzle (a linear equation); the younger age is a subtask",
+    steps=True,
+    form="number",
 )
 def age(rng: random.Random, d: float) -> Task:
     older, younger = rng.sample(NAMES, 2)
@@ -198,6 +204,7 @@ def age(rng: random.Random, d: float) -> Task:
     "word.savings",
     "weeks of saving to reach a goal (rounding up); the shortfall is a subtask",
     steps=True,
+    form="number",
 )
 def savings(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
@@ -225,6 +232,7 @@ def savings(rng: random.Random, d: float) -> Task:
     "word.inventory",
     "a chain of 2-6 stock changes (sales, deliveries, fractions, percentages); each count is a subtask",
     steps=True,
+    form="number",
 )
 def inventory(rng: random.Random, d: float) -> Task:
     shop = rng.choice(["bakery", "bookshop", "florist", "toy store", "garden center"])
@@ -269,6 +277,7 @@ def inventory(rng: random.Random, d: float) -> Task:
     "word.wages",
     "weekly pay with overtime at 1.5x; regular and overtime pay are subtasks",
     steps=True,
+    form="number",
 )
 def wages(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
