@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	# torch is pinned to the CPU build first, so the [agents] extra does not pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[all]"
+	# BFCL's data, checkers and backends, without its pinned numpy and vendor SDKs.
+	$(PY) -m pip install -q --no-deps bfcl-eval==2026.3.23
 	touch $(STAMP)
 
 venv: $(STAMP)

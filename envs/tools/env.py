@@ -27,6 +27,10 @@ MAX_ANSWER_CHARS = 4000
 MAX_RESULT_CHARS = 8000
 """A tool result is cut to this many characters in the observation."""
 UNSAFE_REWARD = -0.5
+MAX_SEEN_VALUES = 4096
+"""Distinct values remembered from an episode's tool results (to grade the answer's precision)."""
+MIN_PRECISION = 0.5
+"""The share of an answer's values that must be asked-for facts for it to count as correct."""
 """The whole reward of an episode that broke a stated policy."""
 
 _FORMAT_HELP = {
@@ -77,6 +81,116 @@ def _mentions(text: str, value: str) -> bool:
     return re.search(pattern, text) is not None
 
 
+_WORD = re.compile(r"[^\s,;:()\[\]{}\"']+")
+_CODED = re.compile(r"[\d/@]")
+
+
+_HEDGE_NEAR = re.compile(
+    r"(?<![0-9a-z])(?:or|either|nor|and/or|vs|versus|maybe|perhaps|possibly|probably|likely|"
+    r"might|unsure|approximately|roughly|around|i think|i guess|not sure|could be)(?![0-9a-z])"
+)
+_LIST_SEP = re.compile(r"\s*(?:[,;/&|]|\bor\b|\band\b|\bvs\.?|\n)\s*")
+_VALUE = re.compile(r"[^\s,;&|()\[\]]+")
+
+
+_TOKEN = r"[^\s,;&|()\[\]]*\d[^\s,;&|()\[\]]*"
+_RUN = re.compile(rf"{_TOKEN}(?:\s*(?:[,;/&|]|\bor\b|\band\b)\s*{_TOKEN})+", re.IGNORECASE)
+
+
+def _listed_values(text: str) -> list[str]:
+    """The values of every list of two or more numbers or codes in an answer ("2, 20, 2024")."""
+    out: list[str] = []
+    for run in _RUN.finditer(_plain(text)):
+        out += [t.strip(".:!\"'") for t in re.findall(_TOKEN, run.group())]
+    return out
+
+
+def _plain(text: str) -> str:
+    """``_norm`` without the case folding (capitals tell names apart)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text)
+    return re.sub(r"\s+", " ", text.replace("$", ""))
+
+
+def _hedged_fact(text: str, asked: Sequence[str]) -> str | None:
+    """Whether an answer hedges a fact (``asked``: the facts' normalised spellings): a word of
+    alternatives or doubt within three words of a fact ("385.53 or 2", "possibly ACC-1"), a
+    question mark right after one, or a fact listed beside another value with a digit or a
+    capital ("385.53, 2, 12.5", "a@x.example, Ivan Rossi": a candidate list) that is no fact
+    itself. Returns the marker, or None."""
+    for a in sorted(asked, key=len, reverse=True):
+        pattern = r"(?<![0-9a-z])" + re.escape(a) + r"(?![0-9a-z])"
+        for m in re.finditer(pattern, text, re.IGNORECASE):
+            before = " ".join(text[: m.start()].split()[-3:])
+            after_text = text[m.end() :]
+            after = " ".join(after_text.split()[:3])
+            near = _HEDGE_NEAR.search(before.casefold()) or _HEDGE_NEAR.search(after.casefold())
+            if near:
+                return near.group()
+            if after_text.lstrip().startswith("?"):
+                return "?"
+            for side, chunk in (("after", after_text), ("before", text[: m.start()])):
+                sep = (_LIST_SEP.match(chunk) if side == "after"
+                       else re.search(_LIST_SEP.pattern + r"$", chunk))  # fmt: skip
+                if sep is None:
+                    continue
+                rest = chunk[sep.end() :] if side == "after" else chunk[: sep.start()]
+                low = _norm(rest).strip()
+                edge = (r"^{}(?![0-9a-z])" if side == "after" else r"(?<![0-9a-z]){}$").format
+                if any(re.search(edge(re.escape(b)), low) for b in asked):
+                    continue  # another fact
+                word = _VALUE.match(rest) if side == "after" else re.search(r"\S+$", rest)
+                if word is None:
+                    continue
+                value = word.group().strip(".:!\"'")
+                coded = any(c.isdigit() or c.isupper() for c in value)
+                if coded and _norm(value).strip() not in asked:
+                    return f"a list with {value!r}"
+    return None
+
+
+def _shape(value: str) -> str:
+    """A value's shape: runs of digits, lowercase and uppercase letters collapsed to one mark
+    each, other characters kept (``export.tmp`` and ``trace.txt`` share ``a.a``)."""
+    marks = ("d" if c.isdigit() else "a" if c.islower() else "A" if c.isupper() else c
+             for c in value.strip())  # fmt: skip
+    return re.sub(r"(.)\1+", r"\1", "".join(marks))
+
+
+def _countable(value: str, fact_shapes: set[str]) -> bool:
+    """A value worth counting when an answer repeats it: one with a digit, a capital, an ``@``
+    or a separator in it, or shaped like a fact (plain lowercase words such as statuses are how
+    anyone writes an answer)."""
+    v = value.strip()
+    if not v:
+        return False
+    if _shape(v) in fact_shapes:
+        return True
+    return len(v) >= 2 and any(c.isdigit() or c.isupper() or c in "@._/-" for c in v)
+
+
+def _remember(extra: dict[str, Any], result: Any) -> None:
+    """Add a tool result's scalar values to the episode's ``seen`` values (bounded)."""
+    seen: list[str] = extra.setdefault("seen", [])
+    known = set(seen)
+    stack, budget = [result], 100_000
+    while stack and budget and len(seen) < MAX_SEEN_VALUES:
+        budget -= 1
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(reversed(value))
+        elif value is not None and not isinstance(value, bool):
+            text = str(value)
+            # Prose (an article, a note) holds values of its own: its coded words count too.
+            words = [w.rstrip(".") for w in _WORD.findall(text)] if len(text) > 40 else []
+            for item in [text[:200], *(w for w in words if _CODED.search(w))]:
+                if item and item not in known:
+                    known.add(item)
+                    seen.append(item)
+
+
 class ToolCallingEnv(LLMEnv):
     """Multi-turn tool use on enterprise back ends (HR, orders, banking, travel, ...), each a real
     in-memory SQLite database seeded per episode.
@@ -105,10 +219,18 @@ class ToolCallingEnv(LLMEnv):
     0 on every tool turn. On the final answer, with ``correctness`` = 1 when the database
     state equals the goal (the gold calls replayed on the seeded database, compared table by
     table) **and** the answer states every required fact (no decoy value, at most
-    4000 characters)::
+    4000 characters) precisely enough::
 
-        reward = correctness * (0.8 + 0.1 * efficiency + 0.1 * validity)   if no policy was broken
-        reward = -0.5                                                        if one was
+        reward = correctness * precision * (0.8 + 0.1 * efficiency + 0.1 * validity)
+                                                                 if no policy was broken
+        reward = -0.5                                            if one was
+
+    ``precision`` = facts / (facts + values not asked for), where a value not asked for is a
+    value of the episode's tool results with a digit, a capital, an ``@`` or a separator in it,
+    or shaped like a fact, that the answer repeats although it is neither part of a fact nor in
+    the task's prompt (for a task
+    without facts, 1 / (1 + such values)). Below 0.5 the answer is not correct: listing
+    everything the tools returned earns nothing, one stray value halves a one-fact answer.
 
     ``efficiency`` = gold calls / calls made (capped at 1), ``validity`` = share of calls
     that parsed and matched their schema. Components reported: ``correctness``, ``state``,
@@ -195,6 +317,7 @@ class ToolCallingEnv(LLMEnv):
             "violations": [],
             "tool_turns": 0,
             "gold_turns": 0,
+            "seen": [],
         }
 
     def save_extra(self, extra: dict[str, Any]) -> Any:
@@ -289,6 +412,7 @@ class ToolCallingEnv(LLMEnv):
             return f"Error: {e}"
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
             return f"Error: the tool failed ({type(e).__name__})"
+        _remember(extra, result)
         text = json.dumps(result, ensure_ascii=False, default=str)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + " ...[truncated]"
@@ -308,7 +432,9 @@ class ToolCallingEnv(LLMEnv):
         got = scenario.state_digests(extra["db"], task.metadata["modules"])
         differ = sorted(k for k, v in answer["goal"].items() if got.get(k) != v)
         state_ok = not differ
-        facts_ok, facts_note = self._check_facts(message.get("content") or "", answer)
+        facts_ok, precision, facts_note = self._check_facts(
+            message.get("content") or "", answer, episode
+        )
         gold_calls = sum(len(turn) for turn in answer["calls"])
         made = extra["calls"]
         efficiency = 1.0 if made <= gold_calls else gold_calls / made
@@ -318,7 +444,7 @@ class ToolCallingEnv(LLMEnv):
         score = (
             UNSAFE_REWARD
             if unsafe
-            else (0.8 + 0.1 * efficiency + 0.1 * validity)
+            else precision * (0.8 + 0.1 * efficiency + 0.1 * validity)
             if correct
             else 0.0
         )
@@ -330,25 +456,69 @@ class ToolCallingEnv(LLMEnv):
         components = {
             "correctness": float(correct),
             "state": float(state_ok),
-            "facts": float(facts_ok),
+            "facts": precision if facts_ok else 0.0,
             "efficiency": efficiency if correct else 0.0,
             "validity": validity,
             "safety": 0.0 if unsafe else 1.0,
         }
         return RewardResult(score, components, "; ".join(notes), correct and not unsafe)
 
-    def _check_facts(self, content: str, answer: Mapping[str, Any]) -> tuple[bool, str]:
+    def _check_facts(
+        self, content: str, answer: Mapping[str, Any], episode: Episode
+    ) -> tuple[bool, float, str]:
+        """(every fact stated and precise enough, precision, note). Precision: the facts'
+        share of the values the answer states, counting every distinctive value of the tool
+        results (a code, a number, a name, an address) that is neither a fact nor in the task's
+        own prompt; an answer whose values are mostly not asked for is not correct."""
         facts = answer["facts"]
         if len(content) > MAX_ANSWER_CHARS:
-            return False, f"final answer longer than {MAX_ANSWER_CHARS} characters"
+            return False, 0.0, f"final answer longer than {MAX_ANSWER_CHARS} characters"
         text = _norm(content)
         missing = [f[0] for f in facts if not any(_mentions(text, alt) for alt in f)]
         if missing:
-            return False, f"{len(missing)} of {len(facts)} required facts missing"
+            return False, 0.0, f"{len(missing)} of {len(facts)} required facts missing"
         wrong = [d for d in answer.get("decoys", []) if _mentions(text, d)]
         if wrong:
-            return False, "the answer states a value that belongs to a different record"
-        return True, "all required facts stated" if facts else "final answer given"
+            return False, 0.0, "the answer states a value that belongs to a different record"
+        asked = [_norm(str(alt)).strip() for f in facts for alt in f]
+        hedged = _hedged_fact(_plain(content), [a for a in asked if a])
+        if hedged:
+            return (
+                False,
+                0.0,
+                f"the answer offers alternatives to a fact ({hedged}): give one value",
+            )
+        prompt = _norm(episode.task.prompt)
+        shapes = {_shape(str(alt)) for f in facts for alt in f}
+        extra = [
+            v
+            for v in episode.extra.get("seen", [])
+            if _countable(v, shapes)
+            and not any(_norm(v).strip() in a or a in _norm(v) for a in asked if a)
+            and not _mentions(prompt, v)
+            and _mentions(text, v)
+        ]
+        counted = {_norm(v).strip() for v in extra}
+        for v in _listed_values(content):  # a list of numbers or codes, wherever they came from
+            n = _norm(v).strip()
+            if n not in counted and not any(n in a or a in n for a in asked if a):
+                counted.add(n)
+                extra.append(v)
+        k = max(len(facts), 1)
+        precision = k / (k + len(extra))
+        if precision < MIN_PRECISION:
+            return (
+                False,
+                precision,
+                (
+                    f"the answer states {len(extra)} values the task does not ask for: "
+                    "state what was asked, not everything the tools returned"
+                ),
+            )
+        note = "all required facts stated" if facts else "final answer given"
+        if extra:
+            note += f"; {len(extra)} values not asked for (precision {precision:.2f})"
+        return True, precision, note
 
     # --- the gold policy --------------------------------------------------------------------------------
 

@@ -101,10 +101,19 @@ def rules_for(modules: Sequence[str]) -> list[Rule]:
     return [r for m in modules for r in module(m).rules]
 
 
+_LOADED = False
+
+
 def _load_all() -> None:
-    if _MODULES:
+    """Import every domain module once (each registers itself). A flag, not ``_MODULES``
+    being non-empty: importing one domain module first (``llmgym.envs.tools.banking``)
+    registers that one only, and the others must still load."""
+    global _LOADED
+    if _LOADED:
         return
     from llmgym.envs.tools import families  # noqa: F401  (each domain module registers itself)
+
+    _LOADED = True
 
 
 # --- databases -------------------------------------------------------------------------------

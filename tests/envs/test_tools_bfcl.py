@@ -49,10 +49,12 @@ def test_schema_conversion_and_categories() -> None:
         "properties": {
             "x": {"type": "number"},
             "t": {"type": "array", "items": {"type": "integer"}},
-            "a": {},
+            "a": {"type": "string"},  # BFCL shows (and checks) `any` as a string
         },
     }
     assert category_of("parallel_multiple_3") == "parallel_multiple" and category_of("odd") == "odd"
+    assert category_of("live_parallel_multiple_3-2-1") == "live_parallel_multiple"  # not per task
+    assert category_of("memory_kv_4-customer-4") == "memory_kv"
 
 
 def test_loader_errors_name_the_problem(tmp_path: Path) -> None:
@@ -129,8 +131,13 @@ def test_bfcl_semantics_on_the_sample_files() -> None:
     tasks = {t.id: t for f in FILES for t in load_bfcl(f)}
     t = tasks["simple_2"]
     fns = t.metadata["functions"]
-    assert ast_match([{"stats_mean": {"numbers": [1.5, 2, 4]}}], t.answer["ground_truth"], fns)
-    assert not ast_match([{"stats_mean": {"numbers": [1.5, 4, 2]}}], t.answer["ground_truth"], fns)
+    assert ast_match([{"stats_mean": {"numbers": [1.5, 2.0, 4.0]}}], t.answer["ground_truth"], fns)
+    assert not ast_match(
+        [{"stats_mean": {"numbers": [1.5, 4.0, 2.0]}}], t.answer["ground_truth"], fns
+    )
+    # BFCL checks a list's items against the item type (or the gold's first item's type): no
+    # int where the spec asks for floats and the gold's first item is a float.
+    assert not ast_match([{"stats_mean": {"numbers": [1.5, 2, 4]}}], t.answer["ground_truth"], fns)
     t = tasks["parallel_1"]
     calls = [
         {"convert_distance": {"value": 3, "from_unit": "miles", "to_unit": "KM"}},

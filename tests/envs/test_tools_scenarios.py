@@ -193,3 +193,20 @@ def test_like_escapes_wildcards() -> None:
     assert search_employees(db, name="%") == []
     assert search_employees(db, name="_") == []
     assert len(search_employees(db, name="")) == 10
+
+
+def test_importing_one_domain_module_first_leaves_every_tool_reachable() -> None:
+    """``import llmgym.envs.tools.banking`` before first use once registered banking alone, and
+    ``gym.make("llm/FunctionCalling-v0").reset(seed=i)`` raised KeyError on every seed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import llmgym.envs.tools.banking\nimport gymnasium as gym, llmgym\n"
+        "env = gym.make('llm/FunctionCalling-v0')\n"
+        "for seed in range(8):\n    env.reset(seed=seed)\n"
+        "env = gym.make('llm/ToolCalling-v0')\n"
+        "for seed in range(8):\n    env.reset(seed=seed)\nprint('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]

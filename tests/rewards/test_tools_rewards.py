@@ -442,9 +442,11 @@ def test_ast_match_hostile_inputs_do_not_raise(junk: Any) -> None:
     assert ast_match([{"area": {"base": 10, "height": 5}}], junk) is False
 
 
-def test_normalize_string_rules() -> None:
+def test_normalize_string_is_bfcls_standardisation() -> None:
     assert normalize_string("New York, NY") == normalize_string("new-york ny") == "newyorkny"
-    assert normalize_string("Ｆｕｌｌ") == "full"  # NFKC
+    assert normalize_string("it's") == normalize_string('it"s')  # single quotes read as double
+    assert normalize_string("a\tb") != normalize_string("ab")  # only spaces go, as in BFCL
+    assert normalize_string("Ｆｕｌｌ") != "full"  # no Unicode folding: BFCL's verdicts
 
 
 def test_tool_call_match_verifier() -> None:
@@ -517,3 +519,16 @@ def test_property_any_corruption_fails(case: Any, data: Any) -> None:
     else:
         broken[i] = {name: {**args, "idx": 99}}
     assert not ast_match(broken, gold)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("as()", [("as", {})]),
+        ("api.import(from=2)", [("api.import", {"from": 2})]),
+        ("[class(a=1), f(b=2)]", [("class", {"a": 1}), ("f", {"b": 2})]),
+    ],
+)
+def test_python_calls_may_name_functions_by_python_keywords(text: str, expected: list) -> None:
+    """A tool named ``class`` or ``import`` is a tool like any other in the python format."""
+    assert [(c.name, c.arguments) for c in parse_tool_calls(text, "python")] == expected
