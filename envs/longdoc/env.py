@@ -311,7 +311,11 @@ class LongDocEnv(LLMEnv):
         )
         sids = {str(s[0]) for s in task.metadata.get("sections", [])}
         return grade_answer(
-            message["content"], spec, citation_weight=self.citation_weight, section_ids=sids
+            message["content"],
+            spec,
+            citation_weight=self.citation_weight,
+            section_ids=sids,
+            question=str(task.metadata.get("question") or ""),
         )
 
     def oracle(self, task: Task) -> Action:

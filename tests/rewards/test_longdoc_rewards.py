@@ -205,3 +205,171 @@ def test_grade_answer_never_raises_and_stays_in_range(
 def test_hostile_inputs_score_zero(bad: object) -> None:
     assert grade_answer(bad, SPEC).score == 0.0  # type: ignore[arg-type]
     assert grade_answer("<answer>RF-7341</answer>", bad).score == 0.0  # type: ignore[arg-type]
+
+
+# --- issue 13: hedges and candidate lists earn nothing, in every answer type ---------------------
+
+TYPED_SPECS: dict[str, tuple[dict[str, object], str, str]] = {
+    # type: (spec, the right answer, another candidate of the same kind)
+    "exact": (SPEC, "RF-7341", "KX-2210"),
+    "number": ({"type": "number", "gold": 120, "distractors": ["45", "90"]}, "€120", "90"),
+    "set": (
+        {"type": "set", "gold": ["KX-8564", "KX-58174-B"], "distractors": [["KX-8514"]]},
+        "KX-8564; KX-58174-B",
+        "KX-8514",
+    ),
+    "list": (
+        {"type": "list", "gold": ["S4", "45"], "distractors": [["S7", "90"]]},
+        "S4; 45",
+        "S7",
+    ),
+    "f1": (
+        {
+            "type": "f1",
+            "gold": "an expired TLS certificate on the edge proxy",
+            "distractors": ["disk exhaustion on the primary database volume"],
+        },
+        "an expired TLS certificate on the edge proxy",
+        "disk exhaustion on the primary database volume",
+    ),
+    "keyfacts": (
+        {
+            "type": "keyfacts",
+            "gold": [["payments-api"], ["SEV-2", "severity 2"], ["41 minutes"]],
+            "distractors": [["ledger-service"], ["SEV-3", "severity 3"], ["97 minutes"]],
+            "max_words": 30,
+            "success_at": 1.0,
+        },
+        "payments-api was down at SEV-2 for 41 minutes.",
+        "SEV-3",
+    ),
+}
+HEDGE_FORMS = (
+    "{g} or {d}",
+    "{d} or {g}",
+    "either {g} or {d}",
+    "{g}/{d}",
+    "{g} (or {d})",
+    "{g} vs {d}",
+    "possibly {g}",
+    "maybe {g}",
+    "{g}, probably",
+    "I think {g}",
+    "{g}?",
+    "one of {g}, {d}",
+)
+
+
+def _first_value(kind: str, right: str) -> str:
+    return {"set": "KX-8564", "list": "S4", "keyfacts": "SEV-2", "number": "120"}.get(kind, right)
+
+
+@pytest.mark.parametrize("form", HEDGE_FORMS)
+@pytest.mark.parametrize("kind", sorted(TYPED_SPECS))
+def test_hedge_attack_scores_zero_in_every_answer_type(kind: str, form: str) -> None:
+    spec, right, other = TYPED_SPECS[kind]
+    assert correctness(right, spec)[0] == 1.0
+    value = _first_value(kind, right)
+    hedged = right.replace(value, form.format(g=value, d=other), 1)
+    score, why = correctness(hedged, spec)
+    assert score == 0.0, (hedged, why)
+
+
+@pytest.mark.parametrize("kind", sorted(TYPED_SPECS))
+def test_hedge_attack_two_different_answer_tags_score_zero(kind: str) -> None:
+    spec, right, other = TYPED_SPECS[kind]
+    wrong = right.replace(_first_value(kind, right), other, 1)
+    for response in (
+        f"<answer>{right}</answer> <answer>{wrong}</answer>",
+        f"<answer>{wrong}</answer> <answer>{right}</answer>",
+    ):
+        assert grade_answer(response, spec).score == 0.0, response
+    same = f"<answer>{right}</answer> and again <answer> {right} </answer>"
+    assert grade_answer(same, spec, citation_weight=0.0).score == 1.0
+
+
+def test_find_hedge_names_the_hedge_and_leaves_plain_answers_alone() -> None:
+    from llmgym.rewards.longdoc import find_hedge
+
+    for hedged, marker in (
+        ("RF-7341/RF-7314", "/"),
+        ("RF-7341?", "?"),
+        ("~120", "~"),
+        ("roughly 120", "roughly"),
+        ("RF-7341 vs RF-7314", "vs"),
+        ("one of RF-7341, RF-7314", "one of"),
+    ):
+        assert find_hedge(hedged) == marker, hedged
+    for plain in ("RF-7341", "€120 per hour", "€120/hour", "go-live; staff training", "Oslo"):
+        assert find_hedge(plain) is None, plain
+    assert find_hedge("Tor or Ulf", golds=["Tor or Ulf"]) is None  # the gold's own words
+
+
+def test_candidate_list_attack_list_answers_are_graded_with_precision() -> None:
+    spec = {"type": "set", "gold": ["x1", "x2", "x3"], "distractors": [["y1"]]}
+    assert correctness("x1; x2; x3", spec)[0] == 1.0
+    assert correctness("x3; x1", spec)[0] == pytest.approx(2 / 3)  # a missing item costs recall
+    for shotgun in ("x1; x2; x3; y1", "x1; x2; x3; z9", "x1; x2; x3; x3", "x1; y1"):
+        assert correctness(shotgun, spec)[0] == 0.0, shotgun  # a wrong or extra item costs all
+    ordered = {"type": "list", "gold": ["a", "b", "c"]}
+    assert correctness("a; b; c", ordered)[0] == 1.0
+    assert correctness("a; c", ordered)[0] == pytest.approx(2 / 3)
+    assert correctness("a; b; c; d", ordered)[0] == 0.0
+    every = {"type": "list", "gold": ["a", "b", "c"], "match": "all"}  # match-all: all or nothing
+    assert correctness("a; b; c", every)[0] == 1.0
+    assert correctness("b; a; c", every)[0] == 0.0 and correctness("a; b", every)[0] == 0.0
+
+
+def test_candidate_list_attack_a_second_value_in_a_single_value_answer_scores_zero() -> None:
+    question = "What is the escrow reference for the Marlow depot?"
+    sentence = "The escrow reference for the Marlow depot is RF-7341."
+    assert correctness(sentence, SPEC, question=question)[0] == 1.0
+    for shotgun in (
+        "RF-7341, AC-9911",
+        "RF-7341 and AC-9911",
+        "RF-7341 (AC-9911)",
+        "RF-7341\nPN-0042",
+    ):
+        assert correctness(shotgun, SPEC, question=question)[0] == 0.0, shotgun
+    names = {"type": "exact", "gold": "Anna Berg", "distractors": ["Tom Lee"]}
+    asked = "At the meeting of 3 May 2021, who was asked to review the insurance schedule?"
+    assert correctness("Anna Berg, at the 3 May 2021 meeting", names, question=asked)[0] == 1.0
+    for shotgun in ("Anna Berg, Ivo Marsh", "not stated, Anna Berg", "Anna Berg (Ivo Marsh)"):
+        assert correctness(shotgun, names, question=asked)[0] == 0.0, shotgun
+    unstated = {"type": "exact", "gold": "not stated", "aliases": ["unknown"]}
+    assert correctness("not stated, Anna Berg, Ivo Marsh", unstated)[0] == 0.0
+
+
+def test_candidate_list_attack_summaries_naming_another_sections_facts_score_zero() -> None:
+    spec = TYPED_SPECS["keyfacts"][0]
+    for shotgun in (
+        "payments-api at SEV-2 for 41 minutes; ledger-service at SEV-3 for 97 minutes",
+        "payments-api, SEV-2, 41 minutes, 97 minutes",
+        "payments-api at SEV-2 and SEV-4 for 41 minutes",
+    ):
+        assert correctness(shotgun, spec)[0] == 0.0, shotgun
+
+
+def test_candidate_list_attack_f1_answers_naming_another_cause_score_zero() -> None:
+    spec = TYPED_SPECS["f1"][0]
+    both = "an expired TLS certificate on the edge proxy; disk exhaustion on the primary database volume"
+    assert correctness(both, spec)[0] == 0.0
+    with_names = "an expired TLS certificate on the edge proxy, Anna Berg, INC-3054"
+    assert correctness(with_names, spec)[0] == 0.0
+
+
+def test_prompt_copy_attack_a_number_inside_a_code_is_not_a_count() -> None:
+    spec = {"type": "number", "gold": 2, "distractors": ["3"]}
+    assert correctness("2", spec)[0] == 1.0 and correctness("2 incidents (SEV-2)", spec)[0] == 1.0
+    question = "How many SEV-2 incidents on ledger-service does the register record?"
+    for copy in (question, "SEV-2", "SEV-2 incidents on ledger-service"):
+        assert correctness(copy, spec)[0] == 0.0, copy
+
+
+def test_citation_shotgun_attack_citing_every_section_earns_nothing() -> None:
+    support = SPEC["support"]
+    every = [f"S{i}" for i in range(1, 9)]
+    assert citation_score(every, [], support) == 0.0
+    assert citation_score(["S4", "S9"], [], support) == pytest.approx(2 / 3)  # half right: F1
+    cited = grade_answer(f"<answer>RF-7341</answer><cite>{', '.join(every)}</cite>", SPEC)
+    assert cited.score == grade_answer("<answer>RF-7341</answer>", SPEC).score
