@@ -55,8 +55,66 @@ def _play(env: LLMEnv, seed: int, policy: Any) -> tuple[float, list[float], dict
     return sum(rewards), rewards, info, obs
 
 
+DATASET_ORACLE_LIMIT = 1000
+"""How many tasks of a dataset ``check_env`` plays the oracle on by default: all of a dataset up
+to this size (HumanEval, MBPP, a BFCL category), an even spread of a larger one."""
+
+
+def _oracle_task_ids(base: LLMEnv, exhaustive: bool, per_family: int) -> list[tuple[str, str]]:
+    """(task id, family) of the tasks whose oracle :func:`check_env` plays: every task of a
+    dataset (up to :data:`DATASET_ORACLE_LIMIT` unless ``exhaustive``); ``per_family`` tasks of
+    each procedural family, at spread difficulties."""
+    source = getattr(base, "source", None)
+    if source is None:
+        return []
+    tasks = None
+    try:
+        tasks = list(source)  # type: ignore[call-overload]
+    except TypeError:
+        pass
+    if tasks is not None:
+        if not exhaustive and len(tasks) > DATASET_ORACLE_LIMIT:
+            step = len(tasks) / DATASET_ORACLE_LIMIT
+            tasks = [tasks[int(i * step)] for i in range(DATASET_ORACLE_LIMIT)]
+        return [(t.id, t.family) for t in tasks]
+    build = getattr(source, "build", None)
+    if build is None:
+        return []
+    out = []
+    count = per_family * (4 if exhaustive else 1)
+    for fam in source.families():
+        for k in range(count):
+            difficulty = k / max(count - 1, 1)
+            out.append((build(fam, difficulty, k).id, fam))
+    return out
+
+
+def check_oracles(
+    env: gym.Env[Any, Any], *, exhaustive: bool = False, per_family: int = 2
+) -> list[tuple[str, str]]:
+    """Play the oracle on every task of a dataset env (or ``per_family`` tasks of each
+    procedural family) and return ``(task id, feedback)`` for each that does not succeed."""
+    base = _unwrap(env)
+    failures = []
+    for task_id, _family in _oracle_task_ids(base, exhaustive, per_family):
+        base.reset(options={"task_id": task_id})
+        info: dict[str, Any] = {}
+        for _ in range(10_000):
+            _, _, terminated, truncated, info = base.step(base.oracle_action())
+            if terminated or truncated:
+                break
+        if not info.get("is_success"):
+            failures.append((task_id, str(info.get("feedback"))[:300]))
+    return failures
+
+
 def check_env(
-    env: gym.Env[Any, Any], *, seeds: tuple[int, ...] = (0, 1, 2), skip_gymnasium: bool = False
+    env: gym.Env[Any, Any],
+    *,
+    seeds: tuple[int, ...] = (0, 1, 2),
+    skip_gymnasium: bool = False,
+    exhaustive: bool = False,
+    oracle_per_family: int = 2,
 ) -> None:
     """Check Gymnasium's contract and llmgym's; raises ContractViolation naming what failed.
 
@@ -65,6 +123,11 @@ def check_env(
     oracle succeeds with full marks on single-step episodes; empty and garbage answers do
     not succeed and score below the oracle; non-text actions and stepping a finished
     episode raise clear errors; ``get_state``/``set_state`` replays exactly.
+
+    Beyond the seeds, the oracle must succeed on every task of a dataset env (the first
+    :data:`DATASET_ORACLE_LIMIT`, spread, unless ``exhaustive``) and on ``oracle_per_family``
+    tasks of each procedural family (four times as many with ``exhaustive``): a dataset whose
+    grader cannot pass a few of its own reference solutions fails here, not in training.
     """
     base = _unwrap(env)
     if not skip_gymnasium:
@@ -154,6 +217,14 @@ def check_env(
         _expect(
             first[:4] == second[:4],
             f"seed {seed}: set_state(get_state()) does not replay the same step",
+        )
+
+    if oracle_per_family > 0 or exhaustive:
+        failed = check_oracles(base, exhaustive=exhaustive, per_family=max(oracle_per_family, 1))
+        _expect(
+            not failed,
+            f"the oracle fails {len(failed)} task(s), e.g. "
+            + "; ".join(f"{tid}: {why}" for tid, why in failed[:3]),
         )
 
 

@@ -99,3 +99,35 @@ def test_gymnasium_checker_runs_first_by_default():
 def test_a_reward_outside_the_declared_range_is_caught():
     with pytest.raises(ContractViolation, match=r"reward 3.0 outside reward_range \(0.0, 1.0\)"):
         llmgym.check_env(capitals(RewardOutOfRange), seeds=(0,))
+
+
+class OracleFailsOnFewTasks(DeclarativeEnv):
+    """A dataset whose grader cannot pass 2 of its 60 reference answers (as 4 of 164 HumanEval
+    solutions once failed): the default seeds rarely meet them."""
+
+    def grade(self, task, message):
+        result = super().grade(task, message)
+        if task.id in ("t17", "t43"):
+            return RewardResult(0.0, {"correctness": 0.0}, "grader cannot read this", False)
+        return result
+
+
+MANY = [{"id": f"t{i}", "prompt": f"{i} + 1 = ?", "answer": str(i + 1)} for i in range(60)]
+
+
+def test_a_dataset_with_a_few_failing_oracles_fails_with_the_default_seeds():
+    with pytest.raises(ContractViolation, match=r"the oracle fails 2 task\(s\), e.g. t17"):
+        llmgym.check_env(OracleFailsOnFewTasks(tasks=MANY, verifier="exact"))
+    failures = llmgym.check_oracles(OracleFailsOnFewTasks(tasks=MANY, verifier="exact"))
+    assert [tid for tid, _ in failures] == ["t17", "t43"]
+    llmgym.check_env(DeclarativeEnv(tasks=MANY, verifier="exact"), exhaustive=True)
+
+
+def test_a_large_dataset_is_checked_on_an_even_spread_unless_exhaustive(monkeypatch):
+    from llmgym import checks
+
+    monkeypatch.setattr(checks, "DATASET_ORACLE_LIMIT", 10)
+    env = OracleFailsOnFewTasks(tasks=MANY, verifier="exact")
+    spread = checks._oracle_task_ids(env, exhaustive=False, per_family=2)
+    assert len(spread) == 10 and spread[0][0] == "t0" and spread[-1][0] == "t54"
+    assert len(checks._oracle_task_ids(env, exhaustive=True, per_family=2)) == 60
