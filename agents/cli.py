@@ -41,7 +41,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
     from llmgym.agents.sft import SFTConfig, SFTTrainer
 
     cfg = SFTConfig.load(args.config, args.overrides, **_extra(args))
-    metrics = SFTTrainer(cfg).train()
+    trainer = SFTTrainer(cfg)  # writes <output_dir>/config.yaml (what `llmgym report` shows)
+    metrics = trainer.train()
     print(
         f"sft done: loss {metrics.get('losses/sft', float('nan')):.4f}; model in {cfg.output_dir}/final"
     )
@@ -96,10 +97,14 @@ def add_subparsers(subparsers: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point: ``python -m llmgym.agents.cli train --config ...``."""
-    parser = argparse.ArgumentParser(prog="llmgym")
-    add_subparsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    from llmgym.cli import ArgumentParser, run_cli
+
+    def build() -> argparse.ArgumentParser:
+        parser = ArgumentParser(prog="llmgym")
+        add_subparsers(parser.add_subparsers(dest="command", required=True))
+        return parser
+
+    return run_cli(build, argv)
 
 
 if __name__ == "__main__":

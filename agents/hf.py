@@ -211,12 +211,45 @@ def stop_ids_of(tokenizer: Any, model: Any = None) -> list[int]:
     return sorted(ids)
 
 
+def context_length(model: Any, tokenizer: Any = None) -> int | None:
+    """The longest sequence (prompt + completion) the model takes: its config's position
+    limit (``max_position_embeddings``, ``n_positions``, ``n_ctx``, ``max_seq_len``), else the
+    tokenizer's ``model_max_length`` when it is a real limit; None when neither says."""
+    config = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    if isinstance(value, int) and 0 < value < 10**7:
+        return value
+    return None
+
+
+def fit_prompt(ids: list[int], budget: int) -> list[int]:
+    """A prompt cut to ``budget`` tokens by the documented rule: keep its first
+    ``min(256, budget // 4)`` tokens (the system prompt and how the task begins) and fill the
+    rest from its end (the question and the latest turns); the middle goes.
+
+    >>> fit_prompt(list(range(10)), 8)
+    [0, 1, 4, 5, 6, 7, 8, 9]
+    """
+    if len(ids) <= budget:
+        return ids
+    head = min(256, budget // 4)
+    return ids[:head] + ids[len(ids) - (budget - head) :]
+
+
 class HFPolicy(Policy):
     """A transformers causal LM with a chat template, sampling batched prompts with a KV cache.
 
     Settings: ``temperature`` (0 = greedy), ``top_k``, ``top_p``, ``max_new_tokens``,
     ``batch_size``, ``seed``, ``device``, ``parse_tools`` (turn ``<tool_call>`` blocks into
-    ``tool_calls``; default True).
+    ``tool_calls``; default True), ``context_overflow``: what happens to a prompt that does not
+    fit the model's context (:func:`context_length`) with ``max_new_tokens`` after it, checked
+    before anything is allocated: ``"truncate"`` (default; cut by :func:`fit_prompt`, and
+    counted in ``truncated_prompts``) or ``"error"`` (that request fails with a clear error,
+    the others run).
     """
 
     def __init__(
@@ -232,6 +265,7 @@ class HFPolicy(Policy):
         batch_size: int = 64,
         seed: int = 0,
         parse_tools: bool = True,
+        context_overflow: str = "truncate",
     ):
         import torch
 
@@ -243,6 +277,13 @@ class HFPolicy(Policy):
             raise error.Error("Expects temperature >= 0, 0 < top_p <= 1 and top_k >= 0")
         if max_new_tokens < 1 or batch_size < 1:
             raise error.Error("Expects max_new_tokens >= 1 and batch_size >= 1")
+        if context_overflow not in ("truncate", "error"):
+            raise error.Error(
+                f"Expects context_overflow 'truncate' or 'error', actual: {context_overflow!r}"
+            )
+        self.context = context_length(model, tokenizer)
+        self.context_overflow = context_overflow
+        self.truncated_prompts = 0
         self.model = model
         self.tokenizer = tokenizer
         self.spec = spec
@@ -257,6 +298,7 @@ class HFPolicy(Policy):
             "batch_size": batch_size,
             "seed": seed,
             "parse_tools": parse_tools,
+            "context_overflow": context_overflow,
         }
         self.generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
         self.stop_ids = stop_ids_of(tokenizer, model)
@@ -278,7 +320,8 @@ class HFPolicy(Policy):
         responses: list[Response | None] = [None] * len(requests)
         for i, req in enumerate(requests):
             try:
-                prompts.append(render_prompt(self.tokenizer, req.messages, req.tools))
+                prompts.append(self._fit(i, render_prompt(self.tokenizer, req.messages, req.tools),
+                                         responses))  # fmt: skip
             except Exception as e:  # a malformed conversation fails alone
                 prompts.append(None)
                 responses[i] = Response(
@@ -313,6 +356,24 @@ class HFPolicy(Policy):
                     logprobs=out.logprobs[j],
                 )
         return [r if r is not None else Response("", error="no response") for r in responses]
+
+    def _fit(self, i: int, ids: list[int], responses: list[Response | None]) -> list[int] | None:
+        """The prompt as it will be sampled, or None (and an error response) when it cannot
+        fit the model's context with ``max_new_tokens`` after it."""
+        if self.context is None or len(ids) + self.max_new_tokens <= self.context:
+            return ids
+        budget = self.context - self.max_new_tokens
+        if self.context_overflow == "error" or budget < 16:
+            responses[i] = Response(
+                "",
+                prompt_tokens=len(ids),
+                error=f"the prompt has {len(ids)} tokens; with max_new_tokens="
+                f"{self.max_new_tokens} it does not fit the model's context of {self.context} "
+                "tokens (context_overflow='truncate' cuts it instead)",
+            )
+            return None
+        self.truncated_prompts += 1
+        return fit_prompt(ids, budget)
 
     def close(self) -> None:
         self.model = None

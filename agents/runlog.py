@@ -1,5 +1,10 @@
 """Training metrics: one JSON object per step in ``<run>/metrics.jsonl``, mirrored to TensorBoard.
 
+A run directory holds ``metrics.jsonl``, ``config.yaml`` (the run's config: ``algo`` and
+every field of its config dataclass, written when the trainer starts), TensorBoard events in
+``tb/``, checkpoints and ``final/``. ``llmgym report RUN_DIR`` draws the curves and shows the
+hyper-parameters from ``config.yaml``.
+
 The schema that ``llmgym report RUN_DIR`` reads: every line holds ``step`` (int, 1-based),
 ``time`` (unix seconds) and flat metric names mapped to floats:
 
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "config.yaml"
 
 
 class MetricsLogger:
@@ -114,3 +120,32 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def write_run_config(run_dir: str | Path, algo: str, config: Mapping[str, Any]) -> Path:
+    """Write ``<run>/config.yaml``: ``algo`` first, then the config's fields in their order.
+
+    >>> import tempfile, yaml
+    >>> d = tempfile.mkdtemp()
+    >>> yaml.safe_load(write_run_config(d, "sft", {"learning_rate": 1e-3}).read_text())
+    {'algo': 'sft', 'learning_rate': 0.001}
+    """
+    import yaml
+
+    path = Path(run_dir) / CONFIG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        yaml.safe_dump({"algo": algo, **dict(config)}, sort_keys=False), encoding="utf-8"
+    )
+    return path
+
+
+def read_run_config(run_dir: str | Path) -> dict[str, Any]:
+    """The mapping of ``<run>/config.yaml`` (empty when there is none)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(run_dir) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return dict(data) if isinstance(data, Mapping) else {}

@@ -187,7 +187,7 @@ class SFTTrainer:
 
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
-        from llmgym.agents.runlog import MetricsLogger
+        from llmgym.agents.runlog import MetricsLogger, write_run_config
         from llmgym.agents.tiny import load_model_and_tokenizer
 
         self.cfg = cfg
@@ -221,6 +221,8 @@ class SFTTrainer:
         self.log = MetricsLogger(
             cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
         )
+        if acc.is_main_process:  # what `llmgym report` shows as hyperparameters
+            write_run_config(cfg.output_dir, "sft", cfg.to_dict())
         if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
             self.step = int(state["step"])

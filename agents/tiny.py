@@ -337,12 +337,31 @@ def load(path: str | Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def _looks_local(spec: str) -> bool:
+    """Whether a model spec names a local path rather than a hub id (``org/name``): it
+    starts with ``.``, ``/`` or ``~``, has more than one ``/``, or its first part is a folder
+    that exists here (``runs/...``)."""
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1 or "\\" in spec:
+        return True
+    head = spec.split("/", 1)[0]
+    return "/" in spec and Path(head).is_dir()
+
+
 def load_model_and_tokenizer(spec: str, *, corpus: Sequence[str] | None = None) -> tuple[Any, Any]:
     """A model spec as trainer configs write it: ``tiny`` / ``tiny:<preset>`` (fresh weights) or a path / hub id."""
     if spec == "tiny" or spec.startswith("tiny:"):
         return build_tiny(spec.partition(":")[2] or "tiny", corpus=corpus)
     if Path(spec).is_dir():
         return load(spec)
+    if _looks_local(spec):
+        hint = (
+            " It is written by the demo: run `make demo` (or `llmgym demo`) first, or set "
+            "`model: tiny` to start from a fresh tiny model."
+            if "runs/demo" in spec.replace("\\", "/")
+            else " Use a directory saved with save_pretrained, 'tiny' / 'tiny:<preset>', or a "
+            "Hugging Face hub id (org/name)."
+        )
+        raise error.Error(f"No model directory {spec!r}.{hint}")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from llmgym import error
-from llmgym.checks import EnvContractTests, check_env
+from llmgym.checks import EnvContractTests, check_env, check_oracles
 from llmgym.core import Episode, LLMEnv, Turn
 from llmgym.registry import (
     list_envs,
@@ -45,6 +45,11 @@ def __getattr__(name: str) -> object:
         from llmgym.evaluation import evaluate
 
         return evaluate
+    # llmgym.audit: the module llmgym/audit.py, which is callable (llmgym.audit(env) runs it).
+    if name == "audit":
+        import importlib
+
+        return importlib.import_module("llmgym.audit")
     raise AttributeError(f"module 'llmgym' has no attribute {name!r}")
 
 
@@ -61,7 +66,9 @@ __all__ = [
     "Text",
     "Turn",
     "__version__",
+    "audit",
     "check_env",
+    "check_oracles",
     "error",
     "evaluate",
     "list_envs",

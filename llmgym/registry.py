@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import sys
 import tomllib
 import warnings
 from collections.abc import Mapping
@@ -23,7 +25,12 @@ _PLUGINS: dict[str, str | None] = {}
 def register(
     id: str, entry_point: Any, *, kwargs: Mapping[str, Any] | None = None, **spec: Any
 ) -> None:
-    """Register an env with Gymnasium's registry and remember it as an llmgym env."""
+    """Register an env with Gymnasium's registry and remember it as an llmgym env.
+
+    llmgym envs check the order of calls themselves (``step`` before ``reset`` raises
+    :class:`llmgym.error.ResetNeeded`, a subclass of Gymnasium's), so Gymnasium's
+    order-enforcing wrapper, whose error is only Gymnasium's, is off unless asked for."""
+    spec.setdefault("order_enforce", False)
     gym.register(id=id, entry_point=entry_point, kwargs=dict(kwargs or {}), **spec)
     _IDS.add(id)
 
@@ -122,6 +129,7 @@ _SPEC_KEYS = {
     "reward_range",
     "max_turns",
     "description",
+    "answer_required",
 }
 
 
@@ -135,15 +143,19 @@ def register_task_env(
     prompt_template: str | None = None,
     system_prompt: str | None = None,
     domain: str = "custom",
-    reward_range: tuple[float, float] = (0.0, 1.0),
+    reward_range: tuple[float, float] | None = None,
     max_turns: int = 1,
     description: str = "",
+    answer_required: bool = True,
     overwrite: bool = False,
 ) -> str:
     """Register an env from tasks (JSONL path or list), a verifier and a prompt template.
 
-    Everything is checked now (the tasks load, the verifier exists, the template fills),
-    so a bad spec fails at registration, not in the middle of training.
+    Everything is checked now (the tasks load and each has an answer, the verifier exists
+    and takes the options given, the template fills), so a bad spec fails at registration,
+    not in the middle of training. ``verifier`` may be a list of weighted verifiers
+    (``[{"verifier": "exact", "weight": 0.8}, ...]``); ``max_turns`` > 1 gives a wrong answer
+    the verifier's feedback and another try.
     """
     from llmgym.envs.declarative import DeclarativeEnv, render_template
 
@@ -157,12 +169,14 @@ def register_task_env(
         raise error.InvalidSpec(f"{id!r} is already registered; pass overwrite=True to replace it")
     if isinstance(tasks, (str, Path)):
         tasks = str(Path(tasks).resolve())
-    try:
-        lo, hi = (float(x) for x in reward_range)
-    except (TypeError, ValueError):
-        raise error.InvalidSpec(
-            f"reward_range must be two numbers, actual: {reward_range!r}"
-        ) from None
+    if reward_range is not None:
+        try:
+            lo, hi = (float(x) for x in reward_range)
+        except (TypeError, ValueError):
+            raise error.InvalidSpec(
+                f"reward_range must be two numbers, actual: {reward_range!r}"
+            ) from None
+        reward_range = (lo, hi)
     kwargs: dict[str, Any] = {
         "tasks": tasks,
         "verifier": verifier,
@@ -171,8 +185,9 @@ def register_task_env(
         "prompt_template": prompt_template,
         "system_prompt": system_prompt,
         "domain": domain,
-        "reward_range": (lo, hi),
+        "reward_range": reward_range,
         "max_turns": max_turns,
+        "answer_required": answer_required,
     }
     env = DeclarativeEnv(**kwargs)  # validates tasks, verifier, extraction
     if prompt_template is not None:
@@ -185,11 +200,28 @@ def register_task_env(
     return id
 
 
+def _import_beside(folder: Path, verifier: Any) -> None:
+    """Make a ``"module:function"`` verifier whose module sits beside the spec file importable
+    (its folder joins ``sys.path``), so a spec and its Python verifier travel together."""
+    targets = verifier if isinstance(verifier, list) else [verifier]
+    for target in targets:
+        if isinstance(target, Mapping):
+            target = target.get("verifier")
+        if not isinstance(target, str) or ":" not in target:
+            continue
+        root = target.partition(":")[0].split(".")[0]
+        if (folder / f"{root}.py").is_file() or (folder / root / "__init__.py").is_file():
+            where = str(folder.resolve())
+            if where not in sys.path:
+                sys.path.insert(0, where)
+
+
 def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
     """Register the env(s) of a YAML or TOML spec file; returns their ids.
 
     The file holds one env (``id``, ``tasks``, ``verifier`` ...) or ``envs: [...]``. A
-    relative ``tasks`` path is taken from the spec file's folder.
+    relative ``tasks`` path is taken from the spec file's folder, and a ``"module:function"``
+    verifier whose module file sits in that folder is imported from there (no PYTHONPATH).
     """
     path = Path(path)
     if not path.is_file():
@@ -218,10 +250,12 @@ def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
         where = f"{path} (env {i})"
         if not isinstance(spec, Mapping):
             raise error.InvalidSpec(f"{where}: each env is a mapping")
-        unknown = set(spec) - _SPEC_KEYS
+        unknown = sorted(set(map(str, spec)) - _SPEC_KEYS)
         if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(_SPEC_KEYS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise error.InvalidSpec(
-                f"{where}: unknown key(s) {sorted(unknown)}; expected {sorted(_SPEC_KEYS)}"
+                f"{where}: unknown key(s) {unknown}{hint}; expected {sorted(_SPEC_KEYS)}"
             )
         for key in ("id", "tasks"):
             if key not in spec:
@@ -230,6 +264,7 @@ def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
         tasks = spec.pop("tasks")
         if isinstance(tasks, str):
             tasks = path.parent / tasks
+        _import_beside(path.parent, spec.get("verifier"))
         try:
             ids.append(register_task_env(spec.pop("id"), tasks, overwrite=overwrite, **spec))
         except error.Error as e:

@@ -8,6 +8,7 @@ same task in any process, whatever ``PYTHONHASHSEED``.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -215,16 +216,31 @@ class TaskSource(ABC):
 
     def iter_tasks(
         self,
-        n: int,
+        n: int | None,
         *,
         seed: int = 0,
         difficulty: Difficulty = None,
         family: str | None = None,
+        unique: bool = False,
     ) -> Iterator[Task]:
-        """``n`` tasks drawn from a generator seeded with ``seed`` (what ``llmgym export`` writes)."""
+        """``n`` tasks drawn from a generator seeded with ``seed`` (what ``llmgym export``
+        writes). ``unique``: no task twice (a procedural source draws until ``n`` distinct ids,
+        giving up after ``20 * n`` draws); ``n=None`` means every task of a dataset."""
+        if n is None:
+            raise error.Error(f"{type(self).__name__} has no fixed set of tasks: give n")
         rng = np.random.default_rng(seed)
-        for _ in range(n):
-            yield self.sample(rng, difficulty=difficulty, family=family)
+        if not unique:
+            for _ in range(n):
+                yield self.sample(rng, difficulty=difficulty, family=family)
+            return
+        seen: set[str] = set()
+        for _ in range(20 * n):
+            if len(seen) >= n:
+                return
+            task = self.sample(rng, difficulty=difficulty, family=family)
+            if task.id not in seen:
+                seen.add(task.id)
+                yield task
 
 
 def _draw_difficulty(rng: np.random.Generator, difficulty: Difficulty) -> float:
@@ -367,6 +383,35 @@ class DatasetSource(TaskSource):
     def families(self) -> list[str]:
         return sorted({t.family for t in self._tasks})
 
+    def iter_tasks(
+        self,
+        n: int | None,
+        *,
+        seed: int = 0,
+        difficulty: Difficulty = None,
+        family: str | None = None,
+        unique: bool = False,
+    ) -> Iterator[Task]:
+        """As :meth:`TaskSource.iter_tasks`; ``unique`` (or ``n=None``) walks a permutation of
+        the tasks (of ``family``), each once, ``n`` of them at most: a 6-task dataset exports
+        6 tasks, never one twice and another not at all."""
+        if not unique and n is not None:
+            yield from super().iter_tasks(n, seed=seed, difficulty=difficulty, family=family)
+            return
+        pool = self._tasks
+        if family is not None:
+            pool = [t for t in pool if t.family == family]
+            if not pool:
+                raise error.UnknownFamily(
+                    f"No family {family!r} in this dataset; available: {self.families()}"
+                )
+        order = [int(i) for i in np.random.default_rng(seed).permutation(len(pool))]
+        if difficulty is not None:  # the closest difficulties first, each task still once
+            target = _draw_difficulty(np.random.default_rng(seed), difficulty)
+            order.sort(key=lambda i: abs(pool[i].difficulty - target))
+        for i in order[: len(pool) if n is None else n]:
+            yield pool[i]
+
     def get(self, task_id: str) -> Task:
         try:
             return self._tasks[self._by_id[task_id]]
@@ -471,11 +516,13 @@ class DatasetSource(TaskSource):
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of a JSONL file; a bad line raises InvalidTask naming it."""
+    """Yield the JSON objects of a JSONL file (gzip-compressed when its name ends in ``.gz``, as
+    HumanEval ships); a bad line raises InvalidTask naming it."""
     path = Path(path)
     if not path.is_file():
         raise error.InvalidTask(f"No such JSONL file: {path}")
-    with path.open(encoding="utf-8") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue

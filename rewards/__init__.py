@@ -10,10 +10,13 @@ True
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
+import inspect
 import math as _math
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from llmgym import error
@@ -73,9 +76,63 @@ def import_callable(path: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
+def _option_kinds(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool] | None:
+    """A verifier's options (every parameter after the response and the gold) with their
+    annotations, and whether it takes any keyword (``**options``); None when unknowable."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: names are still checked
+        hints = {}
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][
+        :2
+    ]  # the response and the gold
+    options = {
+        p.name: hints.get(p.name, p.annotation)
+        for p in params
+        if p not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    return options, any(p.kind == p.VAR_KEYWORD for p in params)
+
+
+_SIMPLE = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+
+
+def check_options(fn: Callable[..., Any], options: Mapping[str, Any], name: str = "") -> None:
+    """Refuse options a verifier does not take (with a did-you-mean) and values of the wrong
+    plain type (a ``bool`` option given ``"no"``); raises :class:`llmgym.error.InvalidSpec`."""
+    kinds = _option_kinds(fn)
+    if kinds is None:
+        return
+    accepted, free = kinds
+    label = f"verifier {name!r}" if name else "the verifier"
+    for key, value in options.items():
+        if key not in accepted:
+            if free:
+                continue
+            close = difflib.get_close_matches(str(key), list(accepted), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise error.InvalidSpec(
+                f"{label} has no option {key!r}{hint} Its options: {sorted(accepted) or 'none'}"
+            )
+        kind = accepted[key]
+        allowed = _SIMPLE.get(kind)
+        if allowed is not None and (
+            not isinstance(value, allowed) or (kind is not bool and isinstance(value, bool))
+        ):
+            raise error.InvalidSpec(
+                f"{label}: option {key!r} expects {kind.__name__}, actual: {value!r}"
+            )
+
+
 def get_verifier(name: str | Verifier, **options: Any) -> Verifier:
     """The verifier for a table name, a ``"module:function"`` path or a callable, with
-    ``options`` bound as keyword arguments.
+    ``options`` bound as keyword arguments (checked against its signature: an option it does
+    not take, or a plain value of the wrong type, is an :class:`llmgym.error.InvalidSpec`).
     """
     if callable(name):
         fn: Verifier = name
@@ -88,7 +145,10 @@ def get_verifier(name: str | Verifier, **options: Any) -> Verifier:
         raise error.UnknownVerifier(
             f"No verifier named {name!r}; available: {list_verifiers()} or a 'module:function' path"
         )
-    return functools.partial(fn, **options) if options else fn
+    if options:
+        check_options(fn, options, name if isinstance(name, str) else "")
+        return functools.partial(fn, **options)
+    return fn
 
 
 def safe_verify(verifier: Verifier, response: str, gold: Any) -> RewardResult:
@@ -114,6 +174,7 @@ __all__ = [
     "RewardResult",
     "Rubric",
     "Verifier",
+    "check_options",
     "get_verifier",
     "import_callable",
     "list_verifiers",

@@ -12,22 +12,29 @@ class RewardResult:
     """What a verifier says about one answer.
 
     ``score`` is the scalar reward, ``components`` its named parts (the reward matrix),
-    ``feedback`` what the model may be told, ``success`` whether the answer is right.
+    ``feedback`` what the model may be told, ``success`` whether the answer is right. When
+    ``success`` is not given it follows the score: ``score >= 1.0`` (full marks on the usual
+    0..1 scale); a verifier on another scale says ``success=`` itself.
 
     >>> RewardResult.of(True, "correct")
     RewardResult(score=1.0, components={'correctness': 1.0}, feedback='correct', success=True)
+    >>> RewardResult(1.0).success, RewardResult(0.5).success, RewardResult(0.5, success=True).success
+    (True, False, True)
     """
 
     score: float
     components: dict[str, float] = field(default_factory=dict)
     feedback: str = ""
-    success: bool = False
+    success: bool = None  # type: ignore[assignment]  # None: derived from the score
 
     def __post_init__(self) -> None:
         score = float(self.score)
         if not math.isfinite(score):
             raise ValueError(f"A reward must be finite, actual: {self.score!r}")
         object.__setattr__(self, "score", score)
+        object.__setattr__(
+            self, "success", score >= 1.0 if self.success is None else bool(self.success)
+        )
         object.__setattr__(
             self, "components", {str(k): float(v) for k, v in self.components.items()}
         )

@@ -12,36 +12,6 @@ import json
 import sys
 from typing import Any
 
-from llmgym import error
-
-
-def _json_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _settings(items: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise error.Error(f"--set expects key=value, actual: {item!r}")
-        out[key.strip()] = _json_value(value)
-    return out
-
-
-def _ks(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise error.Error(
-            f"--k expects comma-separated ints such as 1,5,10, actual: {text!r}"
-        ) from None
-
 
 def _load_specs(paths: list[str] | None) -> None:
     from llmgym.registry import load_spec
@@ -53,22 +23,21 @@ def _load_specs(paths: list[str] | None) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from llmgym.evaluation import provenance
     from llmgym.evaluation.runner import evaluate
+    from llmgym.evaluation.suites import load_suite
 
-    env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
-    if env_kwargs is not None and not isinstance(env_kwargs, dict):
-        raise error.Error("--env-kwargs expects a JSON object, e.g. '{\"difficulty\": 0.5}'")
+    suite = load_suite(args.suite) if args.suite else None  # a bad name fails before any output
     out = args.out or f"evals/{provenance.utc_now().replace(':', '')}"
     print(f"writing to {out} (run the same command with --out {out} to resume)", file=sys.stderr)
     result = evaluate(
         args.envs or None,
         args.policy,
-        suite=args.suite,
+        suite=suite,
         episodes=args.episodes,
         samples=args.samples,
-        k=_ks(args.k),
+        k=args.k,
         seed=args.seed,
-        env_kwargs=env_kwargs,
-        settings=_settings(args.set),
+        env_kwargs=args.env_kwargs,
+        settings=dict(args.set or []),
         concurrency=args.concurrency,
         mode=args.mode,
         env_workers=args.env_workers,
@@ -77,6 +46,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         report=not args.no_report,
         rollouts_format=args.rollouts_format,
         progress=not args.no_progress,
+        retry_errors=not args.no_retry_errors,
+        max_error_rate=args.max_error_rate,
     )
     o = result.summary["overall"]
     print(
@@ -91,6 +62,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"results: {result.results_path}")
     if not args.no_report:
         print(f"report: {result.report_path}")
+    errors = result.summary.get("errors") or {}
+    if errors.get("episodes"):
+        kinds = ", ".join(f"{n} {status}" for status, n in errors.get("by_status", {}).items())
+        line = (
+            f"{errors['episodes']} of {o['episodes']} episodes ({errors['rate']:.0%}) errored "
+            f"({kinds}); run the same command again to retry them"
+        )
+        if result.failed:
+            print(
+                f"llmgym: error: {line}. That is more than --max-error-rate "
+                f"{errors['max_rate']:.0%}: the results describe an outage, not the policy",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"llmgym: warning: {line}", file=sys.stderr)
     return 0
 
 
@@ -105,6 +91,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.html:
         write_atomic(args.html, comparison_html(c).encode("utf-8", "replace"))
         print(f"report: {args.html}")
+    if not c["comparable"]:
+        print("llmgym compare: the runs have no env in common: nothing to compare", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -124,7 +113,15 @@ def _cmd_reverify(args: argparse.Namespace) -> int:
     print(rep.to_text())
     if args.json:
         write_atomic(args.json, json.dumps(rep.to_dict(examples=1000), indent=1, default=repr))
-    return 1 if rep.drift else 0
+    if rep.drift:
+        return 1
+    if rep.unbuildable:  # could not verify: not drift, and not a clean bill either
+        print(
+            f"llmgym reverify: could not build {', '.join(rep.unbuildable)}: not verified",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -143,11 +140,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def add_subparsers(subparsers: Any) -> None:
     """Add ``eval``, ``compare``, ``report``, ``reverify`` and ``export-rollouts``."""
+    from llmgym.cli import fraction, int_at_least, int_list, json_object, key_value
+
     p = subparsers.add_parser(
         "eval",
         help="evaluate a policy on env ids or a suite",
         description="Evaluate a policy on env ids or a versioned suite; writes results.jsonl, "
-        "summary.json and report.html to --out. Running again with the same --out resumes.",
+        "summary.json and report.html to --out. Running again with the same --out resumes "
+        "(and plays the episodes that errored again). Exit status 1 when more than "
+        "--max-error-rate of the episodes errored.",
     )
     p.add_argument("envs", nargs="*", help="env ids (or use --suite)")
     p.add_argument("--suite", help="a shipped suite (core-v0) or a suite file")
@@ -158,26 +159,40 @@ def add_subparsers(subparsers: Any) -> None:
     )
     p.add_argument(
         "--episodes",
-        type=int,
+        type=int_at_least(1),
         help="distinct tasks per env (default: suite pin, all of a dataset, or 100)",
     )
-    p.add_argument("--samples", type=int, help="episodes per task, for pass@k (default 1)")
-    p.add_argument("--k", help="pass@k values, e.g. 1,5,10 (default: 1,2,5,10,... up to samples)")
+    p.add_argument(
+        "--samples", type=int_at_least(1), help="episodes per task, for pass@k (default 1)"
+    )
+    p.add_argument(
+        "--k",
+        type=int_list,
+        help="pass@k values, e.g. 1,5,10 (default: 1,2,5,10,... up to samples)",
+    )
     p.add_argument(
         "--seed",
         type=int,
         default=0,
         help="task seed of env ids given here, and the statistics seed",
     )
-    p.add_argument("--env-kwargs", help="JSON object of env kwargs, e.g. '{\"difficulty\": 0.5}'")
+    p.add_argument(
+        "--env-kwargs",
+        type=json_object,
+        help="JSON object of env kwargs, e.g. '{\"difficulty\": 0.5}'",
+    )
     p.add_argument(
         "--set",
+        type=key_value,
         action="append",
         metavar="KEY=VALUE",
         help="a sampling setting for the policy, e.g. temperature=0.7 (repeatable)",
     )
     p.add_argument(
-        "--concurrency", type=int, default=16, help="episodes in flight (batch size) (default 16)"
+        "--concurrency",
+        type=int_at_least(1),
+        default=16,
+        help="episodes in flight (batch size) (default 16)",
     )
     p.add_argument(
         "--mode",
@@ -186,7 +201,10 @@ def add_subparsers(subparsers: Any) -> None:
         help="batched generate() or per-episode agenerate() (default: auto)",
     )
     p.add_argument(
-        "--env-workers", type=int, default=8, help="threads stepping envs (default 8; 0: inline)"
+        "--env-workers",
+        type=int_at_least(0),
+        default=8,
+        help="threads stepping envs (default 8; 0: inline)",
     )
     p.add_argument("--out", help="output folder (default evals/<UTC time>); reuse it to resume")
     p.add_argument(
@@ -198,6 +216,19 @@ def add_subparsers(subparsers: Any) -> None:
         default="jsonl",
         help="also write rollouts.parquet (needs pyarrow)",
     )
+    p.add_argument(
+        "--max-error-rate",
+        type=fraction,
+        default=None,
+        metavar="RATE",
+        help="share of episodes that may end in a policy or env error before the run counts "
+        "as failed and the command exits 1 (default 0.05)",
+    )
+    p.add_argument(
+        "--no-retry-errors",
+        action="store_true",
+        help="on resume, keep the episodes that errored instead of playing them again",
+    )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_eval)
@@ -205,7 +236,7 @@ def add_subparsers(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "compare",
         help="compare two evaluation folders",
-        description="Two evaluation folders side by side: differences (B - A) with 95%% intervals "
+        description="Two evaluation folders side by side: differences (B - A) with 95% intervals "
         "and p-values (paired on matched tasks, Holm-adjusted across envs).",
     )
     p.add_argument("a")
@@ -230,11 +261,12 @@ def add_subparsers(subparsers: Any) -> None:
         "reverify",
         help="recompute stored rollouts' rewards with the current verifiers",
         description="Replay stored rollouts (results.jsonl, rollouts*.jsonl/.parquet) through the "
-        "current envs and verifiers and report reward drift. Exit status 1 when there is drift.",
+        "current envs and verifiers and report reward drift. Exit status 1 when there is drift, "
+        "3 when an env could not be built (its records are not verified).",
     )
     p.add_argument("path", help="a rollout file or folder")
     p.add_argument("--tolerance", type=float, default=1e-6, help="reward change counted as drift")
-    p.add_argument("--limit", type=int, help="check only the first N rollouts")
+    p.add_argument("--limit", type=int_at_least(1), help="check only the first N rollouts")
     p.add_argument("--json", help="also write the drift report as JSON here")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_cmd_reverify)
@@ -257,23 +289,26 @@ def add_subparsers(subparsers: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m llmgym.evaluation``: the evaluation commands on their own."""
-    parser = argparse.ArgumentParser(prog="python -m llmgym.evaluation")
-    parser.add_argument(
-        "--spec",
-        action="append",
-        dest="spec_files",
-        default=[],
-        metavar="FILE",
-        help="register the envs of a YAML/TOML spec first (repeatable)",
-    )
-    add_subparsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
+    from llmgym.cli import ArgumentParser, check_env_ids, run_cli
+
+    def build() -> argparse.ArgumentParser:
+        parser = ArgumentParser(prog="python -m llmgym.evaluation")
+        parser.add_argument(
+            "--spec",
+            action="append",
+            dest="spec_files",
+            default=[],
+            metavar="FILE",
+            help="register the envs of a YAML/TOML spec first (repeatable)",
+        )
+        add_subparsers(parser.add_subparsers(dest="command", required=True))
+        return parser
+
+    def setup(args: argparse.Namespace) -> None:
         _load_specs(args.spec_files)
-        return int(args.func(args))
-    except error.Error as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        check_env_ids(getattr(args, "envs", None) or [])
+
+    return run_cli(build, argv, setup=setup, prog="llmgym")
 
 
 if __name__ == "__main__":

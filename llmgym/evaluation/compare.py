@@ -173,11 +173,24 @@ def compare_runs(
         for env, p in zip(envs, adjusted, strict=True):
             rows[env][metric]["p_holm"] = p
             rows[env][metric]["significant"] = bool(not math.isnan(p) and p < alpha)
-    overall = _compare_group(ra, rb, seed=seed, n_resamples=n_resamples)
+    common = [e for e in envs if by_a[e] and by_b[e]]
+    # Overall compares what both runs evaluated: the envs in common, never one run's env
+    # against the other's.
+    overall = _compare_group(
+        [r for e in common for r in by_a[e]],
+        [r for e in common for r in by_b[e]],
+        seed=seed,
+        n_resamples=n_resamples,
+    )
+    overall["envs"] = common
+    if not common:
+        overall["method"] = "no env in common: nothing to compare"
     for metric, _ in _METRICS:
         p = overall[metric]["p"]
         overall[metric]["significant"] = bool(not math.isnan(p) and p < alpha)
     warnings = []
+    if not common:
+        warnings.append("the runs have no env in common: there is no overall comparison")
     prov_diff = _provenance_diff(pa, pb)
     for d in prov_diff:
         if (
@@ -198,6 +211,7 @@ def compare_runs(
         "alpha": alpha,
         "policy_a": pa.get("policy"),
         "policy_b": pb.get("policy"),
+        "comparable": bool(common),
         "overall": overall,
         "by_env": rows,
         "provenance_diff": prov_diff,

@@ -38,6 +38,8 @@ figcaption{color:#59636e;font-size:12px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;border-radius:6px;font-size:12px;max-height:420px;overflow:auto}
 details{margin:6px 0}summary{cursor:pointer}
 .note{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px}
+.alert{background:#ffebe9;border:1px solid #cf222e;border-left:6px solid #cf222e;color:#82071e;padding:10px 14px;border-radius:6px;margin:12px 0;font-weight:500}
+.alert ul{margin:6px 0 0 18px;padding:0}.alert a{color:#82071e}
 .sig{font-weight:600;color:#1a7f37}.neg{font-weight:600;color:#cf222e}
 """
 
@@ -433,8 +435,100 @@ def _transcript(record: Mapping[str, Any], limit: int = 4000) -> str:
     return "\n\n".join(parts)
 
 
+_STATUS_WORDS = {
+    "policy_error": "the policy raised or returned an invalid reply",
+    "env_error": "the environment or its infrastructure failed",
+}
+_SANDBOX_FAILURES = ("sandbox_error", "protocol_error")
+"""Execution statuses where the sandbox or its harness failed, not the program."""
+
+
+def error_counts(
+    summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """How many episodes ended in an error, by status, and how many sandbox executions
+    failed in the sandbox itself (``sandbox_error``, ``protocol_error``).
+
+    Counted from the records; from the summary's status counts when there are none.
+
+    >>> error_counts({}, [{"status": "ok"}, {"status": "policy_error"},
+    ...                   {"status": "ok", "exec": [{"status": "sandbox_error"}]}])
+    {'episodes': 3, 'errored': 1, 'by_status': {'policy_error': 1}, 'sandbox_failures': {'sandbox_error': 1}}
+    """
+    by_status: dict[str, int] = defaultdict(int)
+    sandbox: dict[str, int] = defaultdict(int)
+    if records:
+        for r in records:
+            status = str(r.get("status", "ok"))
+            if status != "ok":
+                by_status[status] += 1
+            facts = r.get("exec") or []
+            for fact in [facts] if isinstance(facts, Mapping) else facts:
+                if isinstance(fact, Mapping) and fact.get("status") in _SANDBOX_FAILURES:
+                    sandbox[str(fact["status"])] += 1
+        episodes = len(records)
+    else:
+        overall = summary.get("overall") or {}
+        for status, n in (overall.get("status") or {}).items():
+            if status != "ok" and n:
+                by_status[str(status)] += int(n)
+        episodes = int(overall.get("episodes") or 0)
+    out: dict[str, Any] = {
+        "episodes": episodes,
+        "errored": sum(by_status.values()),
+        "by_status": dict(sorted(by_status.items(), key=lambda kv: -kv[1])),
+        "sandbox_failures": dict(sorted(sandbox.items())),
+    }
+    judged = summary.get("errors") or {}  # the runner's verdict against max_error_rate
+    if "exceeded" in judged:
+        out["exceeded"] = bool(judged["exceeded"])
+        out["max_rate"] = judged.get("max_rate")
+    return out
+
+
+def _error_alert(counts: Mapping[str, Any]) -> str:
+    """The warning at the top of an evaluation page whose results hold errors ('' if none)."""
+    errored, sandbox = counts["errored"], counts["sandbox_failures"]
+    if not errored and not sandbox:
+        return ""
+    items = [
+        f"<li><b>{n}</b> {esc(status)}: {esc(_STATUS_WORDS.get(status, 'error'))}</li>"
+        for status, n in counts["by_status"].items()
+    ]
+    items += [
+        f"<li><b>{n}</b> sandbox executions ended in {esc(status)} (the sandbox or its "
+        "harness failed, not the program)</li>"
+        for status, n in sandbox.items()
+    ]
+    share = f"{errored / counts['episodes']:.1%}" if counts["episodes"] else "-"
+    head = (
+        f"{errored} of {counts['episodes']} episodes ({share}) ended in an error"
+        if errored
+        else "Every episode finished, but sandbox executions failed"
+    )
+    verdict = ""
+    if counts.get("exceeded"):
+        allowed = counts.get("max_rate")
+        limit = f"{float(allowed):.0%}" if isinstance(allowed, (int, float)) else "the limit"
+        verdict = (
+            f"<b>This run failed:</b> more than {esc(limit)} (max_error_rate) of its episodes "
+            "errored, so it describes an outage, not the policy; run it again with the same "
+            "--out to retry them. "
+        )
+    return (
+        f'<div class="alert" role="alert" id="errors-warning"><b>Warning: {esc(head)}.</b> '
+        + verdict
+        + "Errored episodes count as failures in every metric below, so these numbers "
+        "understate the policy if the errors are infrastructure failures. "
+        '<a href="#errors">Details</a><ul>' + "".join(items) + "</ul></div>"
+    )
+
+
 def eval_report_html(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
-    """The report page of an evaluation from its summary and per-episode records."""
+    """The report page of an evaluation from its summary and per-episode records.
+
+    When episodes ended in a policy or env error, or the sandbox failed, a warning with the
+    counts opens the page."""
     prov = summary.get("provenance") or {}
     overall = summary.get("overall") or {}
     title = f"llmgym evaluation: {prov.get('policy', '?')}"
@@ -442,14 +536,17 @@ def eval_report_html(summary: Mapping[str, Any], records: Sequence[Mapping[str, 
         f"suite {summary.get('suite') or '(env ids)'} · llmgym {prov.get('llmgym_version', '?')} · "
         f"{prov.get('started_at', '?')} → {prov.get('finished_at') or 'unfinished'}"
     )
-    sections = [
+    counts = error_counts(summary, records)
+    alert = _error_alert(counts)
+    sections = [alert] if alert else []
+    sections += [
         cards(
             [
                 ("success rate", fmt(overall.get("success_rate"))),
                 ("mean reward", fmt(overall.get("mean_reward"))),
                 ("episodes", fmt(overall.get("episodes"))),
                 ("tasks", fmt(overall.get("tasks"))),
-                ("policy/env errors", fmt(overall.get("error_rate"))),
+                ("episodes with errors", str(counts["errored"])),
             ]
         )
     ]
@@ -520,8 +617,11 @@ def eval_report_html(summary: Mapping[str, Any], records: Sequence[Mapping[str, 
         counted = sorted(errors.items(), key=lambda item: -item[1])[:20]
         rows = [[status, message, n] for (status, message), n in counted]
         sections.append(
-            "<h2>Policy and env errors</h2>" + table(["status", "error", "episodes"], rows, 2)
+            '<h2 id="errors">Policy and env errors</h2>'
+            + table(["status", "error", "episodes"], rows, 2)
         )
+    elif counts["sandbox_failures"]:
+        sections.append('<h2 id="errors">Sandbox failures</h2><p>See the Sandbox table.</p>')
     examples = []
     shown: dict[str, int] = defaultdict(int)
     for r in records:
@@ -693,15 +793,69 @@ def _ema(values: Sequence[float], weight: float = 0.9) -> list[float]:
     return out
 
 
+_CONFIG_FILES = ("config.yaml", "config.yml", "config.json")
+"""Where a training run keeps its config (llmgym's trainers write ``config.yaml``)."""
+_HEADLINE_KEYS = ("algo", "model", "env_id", "data", "learning_rate", "total_steps")
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def hyperparameters_section(config: Mapping[str, Any], source: str) -> str:
+    """A table of a run's config: the headline fields first, then the rest in file order."""
+    keys = [k for k in _HEADLINE_KEYS if k in config]
+    keys += [k for k in config if k not in keys]
+    rows = [[str(k), _config_value(config[k])] for k in keys]
+    return (
+        '<h2 id="hyperparameters">Hyperparameters</h2>'
+        f'<p class="sub">{len(rows)} settings, from {esc(source)}</p>'
+        + table(["setting", "value"], rows, 99)
+    )
+
+
+def read_run_config(run_dir: str | Path) -> tuple[dict[str, Any], str | None]:
+    """A training run's config and the file it came from (``({}, None)`` when there is none)."""
+    import yaml
+
+    for name in _CONFIG_FILES:
+        path = Path(run_dir) / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        try:
+            data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError):
+            continue
+        if isinstance(data, Mapping):
+            return dict(data), name
+    return {}, None
+
+
 def training_report_html(
-    rows: Sequence[Mapping[str, Any]], *, title: str, meta: Mapping[str, Any] | None = None
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    meta: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    config_source: str = "the run's config",
 ) -> str:
-    """The page of a training run's curves: every numeric key, grouped by prefix."""
+    """The page of a training run: its hyper-parameters (``config``), then every numeric
+    key's curve, grouped by prefix; ``meta`` (other run files) at the end."""
     axis, series = training_series(rows)
     groups = group_keys(series)
+    head = [
+        (k, _config_value(config[k])[-40:]) for k in ("algo", "model") if config and k in config
+    ]
     sections = [
         cards(
             [
+                *head,
                 ("logged rows", str(len(rows))),
                 ("metrics", str(len(series))),
                 (
@@ -711,6 +865,13 @@ def training_report_html(
             ]
         )
     ]
+    if config:
+        sections.append(hyperparameters_section(config, config_source))
+    else:
+        sections.append(
+            '<p class="note">No config.yaml in the run folder: the hyperparameters are '
+            "unknown (llmgym's trainers write one when they start).</p>"
+        )
     if not series:
         sections.append('<p class="note">No numeric metrics found in metrics.jsonl.</p>')
     plots = have_matplotlib()
@@ -765,32 +926,38 @@ def training_report_html(
         )
     if meta:
         sections.append(
-            "<h2>Run configuration</h2><pre>"
-            + esc(json.dumps(meta, indent=1, default=repr))
-            + "</pre>"
+            "<h2>Run files</h2><pre>" + esc(json.dumps(meta, indent=1, default=repr)) + "</pre>"
         )
-    return page(title, f"{len(rows)} rows of metrics.jsonl", sections)
+    algo = f"{config['algo']} · " if config and config.get("algo") else ""
+    return page(title, f"{algo}{len(rows)} rows of metrics.jsonl", sections)
 
 
 def write_training_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write ``report.html`` of a training run from ``RUN_DIR/metrics.jsonl``.
 
-    A torn last line (a run still writing, or killed) is ignored. ``config.json`` or
-    ``provenance.json`` beside it, when present, is shown as the run's configuration.
+    A torn last line (a run still writing, or killed) is ignored. The run's config
+    (``config.yaml``, which llmgym's trainers write, else ``config.json``) is shown as a
+    table of hyper-parameters at the top; ``provenance.json``, when present, at the end.
     """
     run_dir = Path(run_dir)
     metrics = run_dir / "metrics.jsonl" if run_dir.is_dir() else run_dir
     if not metrics.is_file():
         raise error.Error(f"No metrics.jsonl in {run_dir}: a training run logs its metrics there")
     rows = load_jsonl(metrics)
+    config, source = read_run_config(metrics.parent)
     meta: dict[str, Any] = {}
-    for name in ("config.json", "provenance.json"):
-        try:
-            meta[name] = json.loads((metrics.parent / name).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
+    try:
+        meta["provenance.json"] = json.loads(
+            (metrics.parent / "provenance.json").read_text(encoding="utf-8")
+        )
+    except (OSError, json.JSONDecodeError):
+        pass
     html_text = training_report_html(
-        rows, title=f"llmgym training run: {metrics.parent.name}", meta=meta
+        rows,
+        title=f"llmgym training run: {metrics.parent.name}",
+        meta=meta,
+        config=config,
+        config_source=source or "the run's config",
     )
     path = Path(out) if out is not None else metrics.parent / "report.html"
     write_atomic(path, html_text.encode("utf-8", "replace"))

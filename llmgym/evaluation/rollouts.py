@@ -325,8 +325,21 @@ class ReverifyReport:
         return [r for r in self.checked if r.changed(self.tolerance)]
 
     @property
+    def unbuildable(self) -> dict[str, str]:
+        """Envs that could not be made here (unregistered: a spec or plugin not loaded), by
+        env id, with the reason: their records are unverified, which is not drift."""
+        return {
+            r.error.split(":", 1)[0].removeprefix("cannot make ").strip(): r.error
+            for r in self.replays
+            if r.error and r.error.startswith("cannot make ")
+        }
+
+    @property
     def drift(self) -> bool:
-        return bool(self.changed) or any(r.error for r in self.replays)
+        """A reward moved, a success flipped, or a replay failed on an env that was built."""
+        return bool(self.changed) or any(
+            r.error and not r.error.startswith("cannot make ") for r in self.replays
+        )
 
     def _stats(self, rows: Sequence[Replay]) -> dict[str, Any]:
         ok = [r for r in rows if r.error is None]
@@ -384,7 +397,17 @@ class ReverifyReport:
             )
         for r in d["error_examples"]:
             lines.append(f"error: {r['key']} ({r['env']} {r['task_id']}): {r['error']}")
-        lines.append("drift found" if d["drift"] else "no drift")
+        unbuilt = self.unbuildable
+        for why in unbuilt.values():
+            lines.append(
+                f"not verified: {why} (register it first: --spec SPEC, LLMGYM_SPECS or its plugin)"
+            )
+        if d["drift"]:
+            lines.append("drift found")
+        elif unbuilt:
+            lines.append(f"no drift in what could be checked; {len(unbuilt)} env(s) not verified")
+        else:
+            lines.append("no drift")
         return "\n".join(lines)
 
 

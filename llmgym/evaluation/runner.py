@@ -18,7 +18,8 @@ batch holding every episode that is waiting for a turn; async policies (HTTP ser
 Env steps run in a thread pool. A policy that raises, returns the wrong type or an invalid
 message is recorded as a failed episode (``status="policy_error"``) after the env grades
 an empty message; an env that raises is recorded as ``status="env_error"``. Neither stops
-the run.
+the run; both are played again when the run resumes (``retry_errors``), and a run where more
+than ``max_error_rate`` of the episodes errored is marked failed (``summary["errors"]``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import json
 import math
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ MAX_STORED_TASK_CHARS = 256_000
 """A task larger than this (as JSON) is stored as its id and hash only; the transcript holds its prompt."""
 MODES = ("auto", "batch", "async")
 _HARD_STEP_CAP = 10_000
+
+
+ERROR_STATUSES = ("policy_error", "env_error")
+"""Episode statuses that say nothing about the model: the policy (its server) or the env failed."""
+DEFAULT_MAX_ERROR_RATE = 0.05
 
 
 @dataclass
@@ -90,9 +96,23 @@ class EvalConfig:
     """``"jsonl"``, or ``"parquet"`` to also write ``rollouts.parquet`` (needs pyarrow)."""
     progress: bool = True
     """Show progress bars."""
+    retry_errors: bool = True
+    """On resume, play again the episodes recorded as ``policy_error`` or ``env_error`` (a
+    model server that was down, an env that crashed): only real outcomes are kept."""
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    """The share of errored episodes above which the run counts as failed: the summary and
+    the report say so and ``llmgym eval`` exits non-zero."""
 
     def __post_init__(self) -> None:
         self.envs = tuple(self.envs)
+        if (
+            isinstance(self.max_error_rate, bool)
+            or not isinstance(self.max_error_rate, (int, float))
+            or not 0.0 <= float(self.max_error_rate) <= 1.0
+        ):
+            raise error.Error(
+                f"max_error_rate must be a number in [0, 1], actual: {self.max_error_rate!r}"
+            )
         if not self.envs:
             raise error.Error("Nothing to evaluate: give env ids or a suite")
         check_unique_names(self.envs)
@@ -171,6 +191,12 @@ class EvalResult:
     out: Path
     summary: dict[str, Any]
     records: list[dict[str, Any]]
+
+    @property
+    def failed(self) -> bool:
+        """Whether more episodes errored (policy or infrastructure) than ``max_error_rate``
+        allows: the results then describe an outage, not the model."""
+        return bool(self.summary.get("errors", {}).get("exceeded"))
 
     @property
     def results_path(self) -> Path:
@@ -683,7 +709,7 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
     done = {
         r["key"]: r
         for r in load_jsonl(results_path, key="key", repair=True)
-        if r.get("key") in keys
+        if r.get("key") in keys and not (config.retry_errors and r.get("status") in ERROR_STATUSES)
     }
     todo = [p for p in plan if p.key not in done]
 
@@ -720,6 +746,8 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
     info["sessions"][-1]["finished_at"] = info["finished_at"]
     info["sessions"][-1]["episodes_run"] = len(todo)
     write_atomic(config.out / "provenance.json", json.dumps(info, indent=1))
+    errored = Counter(str(r.get("status")) for r in records if r.get("status") in ERROR_STATUSES)
+    rate = sum(errored.values()) / len(records) if records else 0.0
     summary = {
         "format": RUN_FORMAT,
         "suite": config.suite.name if config.suite else None,
@@ -727,6 +755,13 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
         "planned": len(plan),
         "tasks": counts,
         "provenance": info,
+        "errors": {
+            "episodes": sum(errored.values()),
+            "by_status": dict(sorted(errored.items())),
+            "rate": rate,
+            "max_rate": float(config.max_error_rate),
+            "exceeded": rate > float(config.max_error_rate),
+        },
         **summarize(records, ks=config.k, seed=config.seed),
     }
     write_atomic(config.out / "summary.json", json.dumps(summary, indent=1, default=repr))
@@ -834,8 +869,14 @@ def evaluate(
     report: bool = True,
     rollouts_format: str = "jsonl",
     progress: bool = True,
+    retry_errors: bool = True,
+    max_error_rate: float | None = None,
 ) -> EvalResult:
     """Evaluate a policy on envs or a suite; write results, summary and report to ``out``.
+
+    Episodes that end in ``policy_error`` or ``env_error`` (a server that is down) are played
+    again when the run resumes (``retry_errors``); when more than ``max_error_rate`` of the
+    episodes errored (default 0.05) the result is marked ``failed`` and the report says so.
 
     ``envs``: env ids, :class:`EnvEntry` objects or dicts ``{"id", "kwargs", "seed",
     "episodes", "name"}``; or ``suite``: a shipped suite name (``"core-v0"``) or a suite
@@ -882,5 +923,7 @@ def evaluate(
         report=report,
         rollouts_format=rollouts_format,
         progress=progress,
+        retry_errors=retry_errors,
+        max_error_rate=DEFAULT_MAX_ERROR_RATE if max_error_rate is None else max_error_rate,
     )
     return run_evaluation(config)

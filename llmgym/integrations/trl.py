@@ -48,17 +48,20 @@ def _make_env(env_id: str, env_kwargs: dict[str, Any] | None) -> Any:
 
 def prompt_dataset(
     env_id: str,
-    n: int,
+    n: int | None = None,
     *,
     env_kwargs: dict[str, Any] | None = None,
     seed: int = 0,
     environment: str | None = None,
+    each_task_once: bool = True,
 ) -> Any:
     """A ``datasets.Dataset`` of ``n`` tasks of ``env_id``: one conversational prompt per row.
 
     Rows hold ``prompt`` (the env's messages at reset, system prompt included), ``task_id``,
-    ``env_id`` and ``seed`` (seeds ``seed .. seed + n - 1``); with ``environment``, also an
-    ``environment`` column (TRL's multi-environment mode).
+    ``env_id`` and ``seed``; with ``environment``, also an ``environment`` column (TRL's
+    multi-environment mode). ``each_task_once`` (default): no task appears twice (a dataset env
+    gives a permutation of its tasks, all of them when ``n`` is None; a procedural env distinct
+    task ids); otherwise rows are ``reset(seed=seed + i)``, which may repeat tasks.
     """
     try:
         from datasets import Dataset
@@ -66,13 +69,25 @@ def prompt_dataset(
         raise error.DependencyNotInstalled(
             "The TRL integration needs datasets; pip install 'llmgym[agents]'"
         ) from None
-    if not isinstance(n, int) or n < 1:
-        raise error.Error(f"Expects n >= 1 rows, got {n!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise error.Error(f"Expects n >= 1 rows (or None: every task), got {n!r}")
     env = _make_env(env_id, env_kwargs)
     rows: dict[str, list[Any]] = {"prompt": [], "task_id": [], "env_id": [], "seed": []}
     try:
-        for s in range(seed, seed + n):
-            _, info = env.reset(seed=s)
+        base = env.unwrapped
+        if each_task_once:
+            tasks = base.source.iter_tasks(
+                n, seed=seed, unique=True, family=base.family, difficulty=base.difficulty
+            )
+            resets: list[tuple[dict[str, Any] | None, int]] = [
+                ({"task_id": t.id}, seed + i) for i, t in enumerate(tasks)
+            ]
+        elif n is None:
+            raise error.Error("n=None (every task) needs each_task_once=True")
+        else:
+            resets = [(None, s) for s in range(seed, seed + n)]
+        for options, s in resets:
+            _, info = env.reset(seed=s, options=options)
             rows["prompt"].append(
                 [{"role": m["role"], "content": m.get("content") or ""} for m in info["messages"]]
             )
@@ -82,7 +97,7 @@ def prompt_dataset(
     finally:
         env.close()
     if environment is not None:
-        rows["environment"] = [environment] * n
+        rows["environment"] = [environment] * len(rows["prompt"])
     return Dataset.from_dict(rows)
 
 

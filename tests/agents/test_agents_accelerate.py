@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DIGITS_TASKS
+from agents_common import DIGITS_TASKS
 
 from llmgym.agents.runlog import read_metrics
 

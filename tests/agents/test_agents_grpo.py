@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import DIGITS_ENV, MATH, MATH_KWARGS, TOOL_ENV
+from agents_common import DIGITS_ENV, MATH, MATH_KWARGS, TOOL_ENV
 
 from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
 from llmgym.agents.runlog import read_metrics

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DIGITS_ENV, MATH, MATH_KWARGS, TOOL_ENV
+from agents_common import DIGITS_ENV, MATH, MATH_KWARGS, TOOL_ENV
 
 import llmgym
 from llmgym.integrations.trl import (

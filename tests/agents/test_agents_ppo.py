@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from conftest import DIGITS_ENV, TOOL_ENV
+from agents_common import DIGITS_ENV, TOOL_ENV
 
 from llmgym.agents.ppo import PPOConfig, PPOTrainer
 from llmgym.agents.runlog import read_metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import MATH, MATH_KWARGS, TOOL_ENV
+from agents_common import MATH, MATH_KWARGS, TOOL_ENV
 
 import llmgym
 from llmgym.agents import rollout

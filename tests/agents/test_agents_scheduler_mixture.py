@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import MATH, TOOL_ENV
+from agents_common import MATH, TOOL_ENV
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

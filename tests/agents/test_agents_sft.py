@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TOOL_ENV
+from agents_common import TOOL_ENV
 
 import llmgym
 from llmgym.agents.checkpoint import save_checkpoint

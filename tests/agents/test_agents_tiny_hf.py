@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import MATH, MATH_KWARGS
+from agents_common import MATH, MATH_KWARGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +199,28 @@ def test_parse_tool_calls_hostile_inputs() -> None:
         "b",
     ]
     assert two["tool_calls"][0]["function"]["arguments"] == {}
+
+
+def test_hf_policy_prompts_longer_than_the_context_never_allocate_past_it(tiny_dir: str) -> None:
+    """A 128k-token LongDoc prompt once made the policy try to allocate 67-168 GB. A prompt
+    that does not fit the context (512 positions here) with max_new_tokens after it is cut by
+    the documented rule, or fails alone with a clear error, before any allocation."""
+    from llmgym.agents.hf import context_length, fit_prompt, render_prompt
+
+    model, tok = load(tiny_dir)
+    assert context_length(model, tok) == 512
+    long = Request([{"role": "user", "content": "word " * 5000}])
+    short = Request([{"role": "user", "content": "hi"}])
+    assert len(render_prompt(tok, long.messages)) > 2000
+    strict = HFPolicy(model, tok, temperature=0.0, max_new_tokens=8, context_overflow="error")
+    out = strict.generate([long, short])
+    assert out[0].error and "context of 512 tokens" in out[0].error and out[0].action == ""
+    assert out[1].error is None
+    cutting = HFPolicy(model, tok, temperature=0.0, max_new_tokens=8)
+    out = cutting.generate([long, short])
+    assert out[0].error is None and out[1].error is None and cutting.truncated_prompts == 1
+    ids = render_prompt(tok, long.messages)
+    fitted = fit_prompt(ids, 512 - 8)
+    assert len(fitted) == 504 and fitted[:126] == ids[:126] and fitted[-378:] == ids[-378:]
+    with pytest.raises(llmgym.error.Error, match="context_overflow"):
+        HFPolicy(model, tok, context_overflow="drop")

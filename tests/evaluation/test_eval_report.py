@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_envs import ADD_ID, GUESS_ID, add_policy, bisect_policy
+from eval_envs import ADD_ID, FLAKY_ID, GUESS_ID, add_policy, bisect_policy
 
 from llmgym import error
 from llmgym.evaluation import evaluate
@@ -149,7 +149,9 @@ def browser() -> Iterator[Any]:
             time.sleep(0.05)
         port = int(port_file.read_text().split()[0])
 
-        def open_page(path: Path) -> dict[str, Any]:
+        def open_page(path: Path, extra: str | None = None) -> dict[str, Any]:
+            """Load ``path`` and probe it; ``extra``: a JS expression whose JSON-able value
+            comes back as ``result["extra"]``."""
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as r:
                 targets = json.load(r)
             page = next(t for t in targets if t.get("type") == "page")
@@ -157,6 +159,7 @@ def browser() -> Iterator[Any]:
             try:
                 for domain in ("Page", "Runtime", "Log"):
                     tools.call(f"{domain}.enable")
+                tools.events.clear()  # enabling replays what an earlier page logged
                 tools.call("Page.navigate", url=path.resolve().as_uri())
                 tools.wait_for("Page.loadEventFired")
                 probe = tools.call(
@@ -172,6 +175,13 @@ def browser() -> Iterator[Any]:
                         resources: performance.getEntriesByType('resource').map(e => e.name),
                         height: document.body.scrollHeight})""",
                 )
+                more = None
+                if extra is not None:
+                    more = tools.call(
+                        "Runtime.evaluate",
+                        returnByValue=True,
+                        expression=f"JSON.stringify({extra})",
+                    )["result"]["value"]
                 time.sleep(0.2)  # let late console messages arrive
                 tools.call("Runtime.evaluate", expression="1")
                 errors = [
@@ -187,7 +197,10 @@ def browser() -> Iterator[Any]:
                         and e["params"]["entry"]["level"] == "error"
                     )
                 ]
-                return {**json.loads(probe["result"]["value"]), "errors": errors}
+                result = {**json.loads(probe["result"]["value"]), "errors": errors}
+                if more is not None:
+                    result["extra"] = json.loads(more)
+                return result
             finally:
                 tools.close()
 
@@ -282,7 +295,7 @@ def test_the_training_report_renders_in_a_browser(browser: Any, tmp_path: Path) 
     rows.insert(20, json.dumps([1, 2, 3]))
     rows.append('{"step": 61, "kl": 0.')  # a run killed while writing
     (tmp_path / "metrics.jsonl").write_text("\n".join(rows))
-    (tmp_path / "config.json").write_text(json.dumps({"lr": 1e-6, "note": "<b>bold</b>"}))
+    (tmp_path / "config.json").write_text(json.dumps({"lr": 1e-6, "comment": "<b>bold</b>"}))
     with pytest.warns(UserWarning, match="not a JSON object"):
         path = rp.write_report(tmp_path)
     assert path == tmp_path / "report.html"
@@ -368,3 +381,183 @@ def test_training_series_skips_what_is_not_a_number() -> None:
     assert series == {"a": ([5.0, 6.0, 2.0], [1.0, 2.0, 4.0]), "c": ([6.0], [3.0])}
     assert rp.training_series([{"x": 1}, {"x": 2}]) == ("row", {"x": ([0.0, 1.0], [1.0, 2.0])})
     assert rp.training_series([]) == ("row", {})
+
+
+# --- issue 15: a warning at the top when errors occurred; the training run's hyperparameters ------
+
+_ALERT_PROBE = """(() => {
+    const alert = document.querySelector('[role=alert]');
+    const first = document.querySelector('.cards');
+    const h2s = Array.from(document.querySelectorAll('h2')).map(h => h.getBoundingClientRect().top);
+    if (!alert) return {alert: null};
+    const box = alert.getBoundingClientRect();
+    const style = getComputedStyle(alert);
+    return {alert: alert.innerText, top: box.top, width: box.width, height: box.height,
+            cardsTop: first.getBoundingClientRect().top, firstH2: Math.min(...h2s),
+            background: style.backgroundColor, display: style.display,
+            visibility: style.visibility, inView: box.top < window.innerHeight,
+            errorsAnchor: !!document.getElementById('errors')};
+})()"""
+
+
+@pytest.fixture(scope="module")
+def errored_run(tmp_path_factory: Any) -> Path:
+    """An evaluation where the env raises on some tasks and the policy on others."""
+    root = tmp_path_factory.mktemp("errored")
+
+    def policy(messages: Any, tools: Any) -> str:
+        prompt = messages[-1]["content"]
+        if prompt.startswith("say "):
+            return prompt.split()[-1]
+        if "+ 1?" in prompt:
+            raise RuntimeError("the policy server went away")
+        return add_policy(messages, tools)
+
+    evaluate([FLAKY_ID, ADD_ID], policy, out=root, episodes=6, progress=False)
+    return root
+
+
+def _status_counts(run: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in (run / "results.jsonl").read_text().splitlines():
+        status = json.loads(line)["status"]
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+@pytest.mark.slow
+def test_the_eval_report_warns_at_the_top_when_errors_occurred(
+    browser: Any, errored_run: Path, eval_runs: tuple[Path, Path]
+) -> None:
+    counts = _status_counts(errored_run)
+    assert counts.get("env_error", 0) > 0 and counts.get("policy_error", 0) > 0, counts
+    errored = counts["env_error"] + counts["policy_error"]
+    total = sum(counts.values())
+    result = browser(errored_run / "report.html", extra=_ALERT_PROBE)
+    _check_page(result, min_images=1, title="llmgym evaluation")
+    alert = result["extra"]
+    assert alert["alert"] is not None, "no warning on a run with errors"
+    text = alert["alert"]
+    assert f"{errored} of {total} episodes" in text, text
+    assert (
+        f"{counts['env_error']} env_error" in text
+        and f"{counts['policy_error']} policy_error" in text
+    )
+    # visible, at the top: above the summary cards and every section, in the first screen
+    assert alert["display"] != "none" and alert["visibility"] == "visible"
+    assert alert["width"] > 300 and alert["height"] > 20
+    assert alert["top"] < alert["cardsTop"] and alert["top"] < alert["firstH2"]
+    assert alert["inView"] and alert["errorsAnchor"]
+    assert alert["background"] not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)")
+    assert "This run failed" in text and "more than 5%" in text  # over max_error_rate
+    # and nothing of the kind when every episode finished cleanly
+    assert set(_status_counts(eval_runs[1])) == {"ok"}
+    clean = browser(eval_runs[1] / "report.html", extra=_ALERT_PROBE)
+    assert clean["extra"] == {"alert": None}
+    # the mixed run of the other tests has policy errors only, and says so
+    mixed = browser(eval_runs[0] / "report.html", extra=_ALERT_PROBE)["extra"]
+    n = _status_counts(eval_runs[0])["policy_error"]
+    assert mixed["alert"] is not None and f"{n} policy_error" in mixed["alert"]
+    assert "env_error" not in mixed["alert"]
+
+
+def test_the_error_warning_counts_each_kind_of_error() -> None:
+    ok = {"status": "ok", "env": "e", "task_id": "t", "reward": 1.0, "success": True}
+    records = [
+        ok,
+        {**ok, "status": "env_error", "error": "RuntimeError: boom", "success": False},
+        {**ok, "status": "env_error", "error": "RuntimeError: boom", "success": False},
+        {**ok, "status": "policy_error", "error": "timeout", "success": False},
+        {**ok, "exec": [{"status": "sandbox_error"}, {"status": "passed"}]},
+    ]
+    counts = rp.error_counts({}, records)
+    assert counts == {
+        "episodes": 5,
+        "errored": 3,
+        "by_status": {"env_error": 2, "policy_error": 1},
+        "sandbox_failures": {"sandbox_error": 1},
+    }
+    page = rp.eval_report_html({"overall": {}}, records)
+    alert = page[page.index('role="alert"') : page.index("</div>", page.index('role="alert"'))]
+    assert "3 of 5 episodes (60.0%) ended in an error" in alert
+    assert "<b>2</b> env_error" in alert and "<b>1</b> policy_error" in alert
+    assert "<b>1</b> sandbox executions ended in sandbox_error" in alert
+    assert page.index('role="alert"') < page.index('class="cards"')
+    # sandbox failures alone still warn; a clean run does not
+    only_sandbox = rp.eval_report_html({}, [ok, {**ok, "exec": {"status": "protocol_error"}}])
+    assert "sandbox executions failed" in only_sandbox and "protocol_error" in only_sandbox
+    assert 'role="alert"' not in rp.eval_report_html({}, [ok, ok])
+    # the runner's verdict against max_error_rate, when the summary holds it
+    judged = {"errors": {"episodes": 3, "rate": 0.6, "max_rate": 0.05, "exceeded": True}}
+    assert "This run failed" in rp.eval_report_html(judged, records)
+    assert "more than 5% (max_error_rate)" in rp.eval_report_html(judged, records)
+    judged["errors"]["exceeded"] = False
+    assert "This run failed" not in rp.eval_report_html(judged, records)
+    # no records (a summary only): the summary's status counts
+    summary = {"overall": {"episodes": 10, "status": {"ok": 7, "policy_error": 3}}}
+    assert rp.error_counts(summary, [])["by_status"] == {"policy_error": 3}
+    assert "3 of 10 episodes" in rp.eval_report_html(summary, [])
+
+
+_CONFIG_YAML = """algo: grpo
+model: runs/demo/sft/final
+env_id: llm/Math-v0
+env_kwargs:
+  family: arith.add_small
+learning_rate: 1.0e-05
+total_steps: 60
+group_size: 8
+beta: 0.0
+loss_type: dapo
+note: <b>bold</b>
+"""
+
+
+@pytest.mark.slow
+def test_the_training_report_shows_the_hyperparameters_at_the_top(
+    browser: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"step": s, "losses/policy": 1 / s, "rewards/mean": s / 30}) + "\n"
+            for s in range(1, 31)
+        )
+    )
+    (tmp_path / "config.yaml").write_text(_CONFIG_YAML)
+    path = rp.write_report(tmp_path)
+    text = path.read_text()
+    _self_contained(text)
+    assert "&lt;b&gt;bold&lt;/b&gt;" in text
+    probe = """(() => {
+        const h = document.getElementById('hyperparameters');
+        const table = h.nextElementSibling.nextElementSibling;
+        const rows = Array.from(table.querySelectorAll('tbody tr')).map(
+            tr => Array.from(tr.cells).map(c => c.innerText));
+        const curves = Array.from(document.querySelectorAll('h2')).filter(
+            x => x.id !== 'hyperparameters').map(x => x.getBoundingClientRect().top);
+        return {top: h.getBoundingClientRect().top, rows: rows, firstCurves: Math.min(...curves),
+                shown: table.getBoundingClientRect().height,
+                cards: document.querySelector('.cards').innerText};
+    })()"""
+    result = browser(path, extra=probe)
+    _check_page(result, min_images=2, title="llmgym training run")
+    info = result["extra"]
+    rows = dict(info["rows"])
+    assert rows["algo"] == "grpo" and rows["learning_rate"] == "1e-05"
+    assert rows["group_size"] == "8" and rows["env_kwargs"] == '{"family": "arith.add_small"}'
+    assert [r[0] for r in info["rows"]][:6] == [
+        "algo", "model", "env_id", "learning_rate", "total_steps", "env_kwargs",
+    ]  # fmt: skip
+    assert info["shown"] > 100 and info["top"] < info["firstCurves"]
+    assert "grpo" in info["cards"] and "runs/demo/sft/final" in info["cards"]
+
+
+def test_the_training_report_says_when_the_config_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(rp, "have_matplotlib", lambda: False)
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "kl": 0.1}\n')
+    assert "No config.yaml" in rp.write_report(tmp_path).read_text()
+    (tmp_path / "config.yaml").write_text("algo: ppo\nlearning_rate: 3.0e-04\n")
+    text = rp.write_report(tmp_path).read_text()
+    assert "No config.yaml" not in text and "<td>learning_rate</td><td>0.0003</td>" in text

@@ -1,0 +1,89 @@
+"""What the agents tests share: env ids, a tiny tool env and task lists (imported by name, not
+through ``conftest``, whose module name the suite's root conftest also uses)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from llmgym.core import Episode, LLMEnv, Message, Turn
+from llmgym.rewards import RewardResult
+from llmgym.tasks import Family, ProceduralSource, Task, draft
+
+MATH = "llm/Math-v0"
+MATH_KWARGS = {"family": "arith.add_small", "difficulty": 0.0}
+
+ADD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "description": "first addend"},
+                "b": {"type": "integer", "description": "second addend"},
+            },
+            "required": ["a", "b"],
+        },
+    },
+}
+
+
+def _gen(rng: random.Random, difficulty: float) -> Task:
+    a, b = rng.randint(10, 99), rng.randint(10, 99)
+    return draft(
+        f"Use the add tool, then answer: what is {a} + {b}?", str(a + b), metadata={"a": a, "b": b}
+    )
+
+
+class ToolAddEnv(LLMEnv):
+    """Multi-turn test env: the model may call ``add`` (a tool message comes back), then answers."""
+
+    domain = "toyarith"
+    reward_range = (0.0, 1.0)
+    default_max_turns = 3
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(ProceduralSource([Family("add2", _gen)], domain="toyarith"), **kwargs)
+
+    def tools(self, task: Task) -> list[dict[str, Any]]:
+        return [ADD_TOOL]
+
+    def respond(self, episode: Episode, message: Message) -> Turn:
+        calls = message.get("tool_calls") or []
+        if calls:
+            out = []
+            for call in calls:
+                args = call["function"]["arguments"]
+                try:
+                    args = args if isinstance(args, dict) else __import__("json").loads(args)
+                    result = str(int(args["a"]) + int(args["b"]))
+                except Exception:
+                    result = "error: expects integer a and b"
+                out.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            episode.extra["calls"] = episode.extra.get("calls", 0) + 1
+            return Turn(0.0, terminated=False, observation=out[-1]["content"], messages=out)
+        ok = message["content"].strip() == str(episode.task.answer)
+        return Turn.graded(RewardResult.of(ok, "correct" if ok else "wrong"))
+
+    def oracle_action(self) -> Any:
+        ep = self.episode
+        assert ep is not None
+        if not ep.extra.get("calls"):
+            a, b = ep.task.metadata["a"], ep.task.metadata["b"]
+            fn = {"name": "add", "arguments": {"a": a, "b": b}}
+            return {
+                "content": "",
+                "tool_calls": [{"id": "call_0", "type": "function", "function": fn}],
+            }
+        return str(ep.task.answer)
+
+
+TOOL_ENV = "agents-test/ToolAdd-v0"
+
+
+DIGITS_ENV = "agents-test/Length-v0"
+DIGITS_TASKS = [
+    {"id": f"d{i}", "prompt": f"Write a long line ({i}).", "answer": "0"} for i in range(64)
+]
