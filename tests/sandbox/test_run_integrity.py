@@ -79,7 +79,7 @@ print("left")
 """
 
 LOOK_FOR_STATE = """
-import ctypes, os
+import ctypes, os, sys
 found = []
 for root in ("/tmp", "/dev/shm", "/dev/mqueue"):
     try:
@@ -96,7 +96,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.shmget.restype = ctypes.c_int
 if libc.shmget(0x4C4C4D, 0, 0) >= 0:
     found.append("sysv shm")
-print(sorted(f for f in found if not f.endswith("main.py")))
+# The interpreter's own mount (a checkout under /tmp puts its venv there) is not a leftover.
+mounts = [os.path.realpath(p) + "/" for p in (sys.prefix, sys.base_prefix, sys.executable)]
+print(sorted(f for f in found if not f.endswith("main.py")
+             and not any(m.startswith(f + "/") for m in mounts)))
 x = bytearray(200 << 20)  # an honest program using most of its memory
 for i in range(0, len(x), 4096):
     x[i] = 1
