@@ -302,7 +302,12 @@ def _from_mbpp(record: Mapping[str, Any], index: int, domain: str) -> Task:
             ):
                 called.append(node.func.id)
     names = {n: n for n in called if n in defined} or {n: n for n in called[:1]}
-    setup = str(record.get("test_setup_code") or "")
+    # MBPP's harness runs the imports its tests need (sanitized MBPP's test_imports) and its
+    # setup code before the asserts.
+    imports = record.get("test_imports") or []
+    if not (isinstance(imports, list) and all(isinstance(i, str) for i in imports)):
+        raise error.InvalidTask("an MBPP record's test_imports must be a list of import lines")
+    setup = "\n".join([*imports, str(record.get("test_setup_code") or "")]).strip()
     tests: list[dict[str, Any]] = []
     for a in asserts:
         tests += convert_checks(setup + "\n" + a if setup else a, names)

@@ -245,3 +245,27 @@ def test_mbpp_an_answer_failing_the_shown_test_loses_its_share():
     assert info["exec"]["pass_rate"] == pytest.approx((n - 1) / n)
     assert reward == pytest.approx(10 * (n - 1) / n)
     assert "Visible test failed" in info["feedback"]
+
+
+def test_mbpp_test_imports_run_before_the_asserts(tmp_path):
+    """Sanitized MBPP lists the imports its asserts need (``test_imports``): its harness runs
+    them first, and so does the loader; a solution that does not import math still passes."""
+    record = {
+        "task_id": 900,
+        "prompt": "Write area(r) returning the area of a circle of radius r.",
+        "code": "def area(r):\n    return 3.14159 * r * r\n",
+        "test_imports": ["import math"],
+        "test_list": [
+            "assert math.isclose(area(2), 12.566, rel_tol=0.001)",
+            "assert math.isclose(area(1), 3.1416, rel_tol=0.001)",
+        ],
+    }
+    path = tmp_path / "mbpp.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    env = CodingEnv(tasks=path, dataset_format="mbpp")
+    assert _grade(env, "mbpp-900", env.oracle(env.source.get("mbpp-900")))[1] == 13.0
+    wrong = "```python\ndef area(r):\n    return r * r\n```"
+    assert _grade(env, "mbpp-900", wrong)[1] == 0.0
+    path.write_text(json.dumps({**record, "test_imports": "import math"}) + "\n")
+    with pytest.raises(error.InvalidTask, match="test_imports"):
+        CodingEnv(tasks=path, dataset_format="mbpp").source.get("mbpp-900")
