@@ -11,7 +11,8 @@ import pytest
 
 def _left_cgroups() -> list[str]:
     """Run cgroups and owner anchors under every ``llmgym`` directory of the host, except those
-    a live sandbox of this very process still holds (a run without xdist: closed at exit)."""
+    a live sandbox of this very process still holds (a run without xdist: closed at exit) and
+    those a live program outside this session owns (another run on the same machine)."""
     if not os.path.isdir("/sys/fs/cgroup"):
         return []
     from llmgym.sandbox import _cgroup
@@ -28,11 +29,38 @@ def _left_cgroups() -> list[str]:
             names = sorted(os.listdir(base))
         except OSError:
             continue
+        orphans = {o.path for o in _cgroup.orphans(base)}
         for name in names:
             path = os.path.join(base, name)
-            if os.path.isdir(path) and path not in live:
-                left.append(path)
+            if not os.path.isdir(path) or path in live:
+                continue
+            if path not in orphans and _another_live_process(name):
+                continue  # a sandbox of another program on this machine, alive and holding it
+            left.append(path)
     return left
+
+
+def _another_live_process(name: str) -> bool:
+    """Whether the cgroup ``name`` belongs to a live process outside this test session's tree
+    (another test run or trainer on the same machine): its owner pid lives and descends not
+    from this process. Pid 1 (a sandbox made in a fresh pid namespace) never qualifies."""
+    from llmgym.sandbox import _cgroup
+
+    m = _cgroup._RUN_NAME.fullmatch(name) or _cgroup._ANCHOR_NAME.fullmatch(name)
+    if m is None:
+        return False
+    pid = int(m.group(1))
+    if pid <= 1 or pid == os.getpid():
+        return False
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])  # the parent's pid
+        except (OSError, ValueError, IndexError):
+            return False  # gone (or unreadable): not another live program's
+        if pid == os.getpid():
+            return False  # a descendant of this session: its cgroups are this suite's
+    return True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -100,7 +100,7 @@ class _Zygote:
             pass_fds.append(sources_fd)
         try:
             self.proc = subprocess.Popen(
-                [python, "-E", "-s", ZYGOTE_SCRIPT, json.dumps(cfg)],
+                [python, "-E", "-s", "-B", ZYGOTE_SCRIPT, json.dumps(cfg)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,

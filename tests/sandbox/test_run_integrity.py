@@ -250,3 +250,11 @@ def test_pidns_kill_a_parent_in_its_own_pid_namespace_still_times_runs_out(backe
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["statuses"] == ["timeout", "timeout"], out
     assert out["after"] == "8\n"
+
+
+def test_the_zygote_never_writes_bytecode_into_the_installed_package(one_box: Sandbox) -> None:
+    """``python -E`` ignores PYTHONDONTWRITEBYTECODE: the zygote runs with ``-B`` so neither it nor
+    the runs it forks write ``.pyc`` files beside llmgym's (or anyone's) sources."""
+    res = run(one_box, "import sys\nprint(sys.flags.dont_write_bytecode, sys.dont_write_bytecode)")
+    assert res.status == "ok", res
+    assert res.stdout == "1 True\n"
