@@ -9,8 +9,8 @@ so nothing of the caller's ``__main__`` is re-imported, as ``multiprocessing``'s
 forkserver would. Requests are pickled parse trees (never strings for sympy to ``eval``): the
 worker builds sympy objects from them with constructors only. Replies are one JSON value.
 
-A worker that times out is killed and replaced on next use; idle workers are killed at
-interpreter exit; a forked child never touches its parent's workers.
+A worker that times out is killed and a spare started at once, off the next call's clock;
+idle workers are killed at interpreter exit; a forked child never touches its parent's workers.
 """
 
 from __future__ import annotations
@@ -140,9 +140,9 @@ class WorkerPool:
                 worker = self._idle.pop() if self._idle else None
             if worker is None:
                 worker = _Worker()
-                if not worker.wait_ready():
-                    worker.kill()
-                    return None
+            if not worker.wait_ready():  # a spare may still be importing sympy
+                worker.kill()
+                return None
             done, reply = worker.request(task, timeout_s)
             if done:
                 with self._lock:
@@ -153,9 +153,23 @@ class WorkerPool:
                 return reply
             self.timeouts += 1
             worker.kill()
+            self._start_spare()
             return None
         finally:
             self._slots.release()
+
+    def _start_spare(self) -> None:
+        """Start a worker in place of a killed one now: it imports sympy (about 0.4 s) while the
+        caller goes on, so the next call that needs sympy does not pay a restart."""
+        if os.getpid() != self._pid:
+            return
+        with self._lock:
+            if self._closed or len(self._idle) >= self.size:
+                return
+            try:
+                self._idle.append(_Worker())
+            except OSError:  # no process to spare (limits): the next call starts one
+                pass
 
     def close(self) -> None:
         """Kill the idle workers (busy ones are killed by their caller when it sees `closed`)."""

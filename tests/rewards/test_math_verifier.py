@@ -396,6 +396,26 @@ def test_worker_timeout_is_real_and_the_pool_recovers() -> None:
     assert pool.call(("ping",), timeout_s=60) == "pong"  # a fresh worker replaced the killed one
 
 
+def test_a_spare_worker_starts_when_one_is_killed() -> None:
+    """After a timeout the next call does not pay a worker restart: a spare is already
+    importing sympy when the timed-out call returns."""
+    from llmgym.rewards import _math_sympy
+
+    pool = _math_sympy.WorkerPool(size=1)
+    try:
+        assert pool.call(("ping",), timeout_s=60) == "pong"
+        first = pool._idle[0].proc.pid
+        assert pool.call(("sleep", 30), timeout_s=0.3) is None
+        assert len(pool._idle) == 1  # the spare, started before the call returned
+        spare = pool._idle[0]
+        assert spare.proc.pid != first and spare.proc.poll() is None
+        assert pool.call(("ping",), timeout_s=60) == "pong"
+        assert pool._idle == [spare]  # the next call used it
+    finally:
+        pool.close()
+    assert spare.proc.poll() is not None  # closing kills the spare too
+
+
 def test_worker_timeout_holds_in_threads_and_in_an_event_loop() -> None:
     """No signal.alarm: the timeout is a killed process, so it works off the main thread and
     inside asyncio (where a stuck call must not block the loop past its budget)."""
