@@ -2,15 +2,17 @@
 
 A program that crashes, loops or floods its output is a *result* (:class:`ExecResult` with a
 ``status``); these exceptions are for the caller's own mistakes and for a host that cannot
-sandbox at all. All derive from :class:`SandboxError`, itself a :class:`gymnasium.error.Error`.
+sandbox at all. All derive from :class:`SandboxError`, itself an :class:`llmgym.error.Error`
+(and so a :class:`gymnasium.error.Error`): ``except llmgym.error.Error`` catches every error
+llmgym raises.
 """
 
 from __future__ import annotations
 
-from gymnasium import error as gym_error
+from llmgym.error import Error
 
 
-class SandboxError(gym_error.Error):
+class SandboxError(Error):
     """Base class of every sandbox error."""
 
 

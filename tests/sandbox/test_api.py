@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import llmgym.error
 from llmgym.sandbox import (
     ExecResult,
     InvalidLimits,
@@ -48,6 +49,7 @@ def test_bad_limits_are_rejected(kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidLimits) as info:
         Limits(**kwargs)  # type: ignore[arg-type]
     assert isinstance(info.value, SandboxError) and isinstance(info.value, gymnasium.error.Error)
+    assert isinstance(info.value, llmgym.error.Error)  # one error root for all of llmgym
     assert next(iter(kwargs)) in str(info.value)
 
 
