@@ -140,14 +140,6 @@ def check_in_sync(accelerator: Any, model: Any, step: int) -> str:
     return digest
 
 
-def masked_mean(values: Any, mask: Any, dim: int | None = None) -> Any:
-    """Mean of ``values`` where ``mask`` is 1 (0 when nothing is masked in)."""
-    mask = mask.to(values.dtype)
-    if dim is None:
-        return (values * mask).sum() / mask.sum().clamp(min=1)
-    return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1)
-
-
 def set_torch_threads(n: int) -> None:
     """``torch.set_num_threads(n)`` when ``n > 0``."""
     if n > 0:

@@ -36,10 +36,6 @@ def long_date(day: dt.date) -> str:
     return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
 
 
-def day_after(start: dt.date, days: int) -> dt.date:
-    return start + dt.timedelta(days=days)
-
-
 def money(symbol: str, thousands: int) -> str:
     """An amount given in thousands, written as a report would.
 

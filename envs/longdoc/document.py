@@ -157,12 +157,6 @@ class Document:
     counter: str
     kind: str
 
-    def section_text(self, sid: str) -> str | None:
-        for s, _, start, end in self.sections:
-            if s == sid:
-                return self.text[start:end]
-        return None
-
 
 class Writer:
     """Writes one kind of document; subclasses draw their cast in ``__init__`` from ``seed``.

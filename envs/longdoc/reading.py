@@ -172,13 +172,6 @@ class DocumentIndex:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
 
-    def section_at(self, offset: int) -> tuple[str, str, int, int] | None:
-        i = bisect.bisect_right(self._starts, offset) - 1
-        if i < 0:
-            return None
-        sec = self.sections[i]
-        return sec if offset < sec[3] else None
-
     def section(self, sid: str) -> tuple[str, str, int, int] | None:
         sid = sid.strip().strip("[]").upper()
         for sec in self.sections:
