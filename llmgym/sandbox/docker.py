@@ -316,7 +316,14 @@ class _Agent:
             }
             self.container = owner.docker().containers.run(
                 owner.image,
-                command=[owner.python, "-E", "-s", "-B", f"{AGENT_DIR}/_zygote.py", json.dumps(cfg)],
+                command=[
+                    owner.python,
+                    "-E",
+                    "-s",
+                    "-B",
+                    f"{AGENT_DIR}/_zygote.py",
+                    json.dumps(cfg),
+                ],
                 detach=True,
                 # Gone with its agent: when this process dies without close(), the agent sees
                 # its socket close and exits, and no stopped container is left behind.
