@@ -10,7 +10,14 @@ Scalars are compared in three tiers:
 3. identity testing: expressions with variables are evaluated at several pseudo-random
    points (exact rationals when the expressions are rational functions, where agreement at
    random points proves equality with overwhelming probability, else mpmath), and only when
-   that is inconclusive does sympy run, in a worker process under a real timeout.
+   that is inconclusive does sympy run, in a worker process under a real timeout. Large
+   rational expressions (a polynomial of degree 500 written out) are evaluated modulo a
+   pseudo-random 127-bit prime instead: linear time, and exact, so one changed coefficient
+   shows (see :func:`modular_eq`).
+
+In-process evaluation stops when the deadline of :func:`time_limit` passes (the caller's
+``timeout_s``): what is left is then compared by structure, so a hostile answer costs bounded
+time, not minutes.
 
 Numbers too large to evaluate (``10^{10^{10}}``, ``9^{9^{9^9}}``) are compared by structure
 after folding every sub-expression that can be evaluated, or by logarithm.
@@ -18,9 +25,13 @@ after folding every sub-expression that can be evaluated, or by logarithm.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import itertools
 import math
 import random
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -55,6 +66,45 @@ class NotScalar(Exception):
 
 class HasSymbols(Exception):
     """The node has free variables and no values were given."""
+
+
+class OutOfTime(TooBig):
+    """The deadline of :func:`time_limit` passed during evaluation. A kind of :class:`TooBig`:
+    every caller then stops evaluating and compares what is left by structure."""
+
+
+_work = threading.local()
+_ticks = 0
+_expired_somewhere = False
+
+
+@contextlib.contextmanager
+def time_limit(deadline: float) -> Iterator[None]:
+    """Bound the in-process evaluation of this thread: past ``deadline`` (a
+    ``time.monotonic()`` value) :func:`exact` and :func:`numeric` raise :class:`OutOfTime`."""
+    saved = getattr(_work, "deadline", math.inf), getattr(_work, "expired", False)
+    _work.deadline, _work.expired = deadline, False
+    try:
+        yield
+    finally:
+        _work.deadline, _work.expired = saved
+
+
+def _tick() -> None:
+    """Count a step of evaluation; every 256 steps, look at the clock."""
+    global _ticks, _expired_somewhere
+    _ticks += 1
+    if _expired_somewhere and getattr(_work, "expired", False):
+        raise OutOfTime
+    if not _ticks & 255:
+        _check_time()
+
+
+def _check_time() -> None:
+    global _expired_somewhere
+    if time.monotonic() > getattr(_work, "deadline", math.inf):
+        _work.expired = _expired_somewhere = True
+        raise OutOfTime
 
 
 @dataclass(frozen=True)
@@ -111,8 +161,11 @@ def _mk(re: Fraction, im: Fraction) -> Exact:
 
 def _check(x: Exact) -> Exact:
     for part in _parts(x):
-        if part.numerator.bit_length() + part.denominator.bit_length() > MAX_BITS:
+        bits = part.numerator.bit_length() + part.denominator.bit_length()
+        if bits > MAX_BITS:
             raise TooBig
+        if bits > 8192:
+            _check_time()  # arithmetic on numbers this long is slow: look at the clock
     return x
 
 
@@ -293,6 +346,7 @@ def exact(node: Node, env: dict[str, Exact] | None = None) -> Exact:
     >>> exact(parse(r"\\frac{3}{4} + 0.25")), exact(parse(r"\\sqrt[3]{-8}"))
     (Fraction(1, 1), Fraction(-2, 1))
     """
+    _tick()
     kind = node[0]
     if kind == "num":
         return node[1]  # type: ignore[no-any-return]
@@ -413,6 +467,7 @@ _TRIG = {
 
 def numeric(node: Node, env: dict[str, Any] | None = None) -> Any:
     """The value of a scalar node as an mpmath number at the current thread's precision."""
+    _tick()
     ctx = _ctx()
     kind = node[0]
     if kind == "num":
@@ -624,6 +679,204 @@ def _precision(a: Node, b: Node) -> int:
     return min(1000, max(50, 2 * max(literal_digits(a), literal_digits(b)) + 30))
 
 
+# ---------------------------------------------------------------------------------------------
+# Identity testing modulo a prime: large rational expressions in linear time
+# ---------------------------------------------------------------------------------------------
+
+MODULAR_MIN_NODES = 256
+"""Expressions this large (both sides together, in nodes) that are rational functions with
+rational or Gaussian-rational coefficients and integer powers are compared modulo a prime
+(:func:`modular_eq`); exact rationals at random points grow with the degree (the values of
+``x^500`` have thousands of digits), so that costs time quadratic in the length."""
+_MODULAR_POINTS = 4
+
+
+class _NotModular(Exception):
+    """The expression is not a rational function that evaluates modulo a prime."""
+
+
+class _NoInverse(Exception):
+    """A division by zero modulo the prime at this point (try another point)."""
+
+
+_SMALL_PRIMES = [q for q in range(3, 300) if all(q % d for d in range(2, math.isqrt(q) + 1))]
+
+
+def _is_probable_prime(n: int, rng: random.Random) -> bool:
+    """Miller-Rabin with 32 pseudo-random bases (a composite passes with probability < 2^-64)."""
+    for q in _SMALL_PRIMES:
+        if n % q == 0:
+            return n == q
+    d, r = n - 1, 0
+    while not d & 1:
+        d, r = d >> 1, r + 1
+    for _ in range(32):
+        x = pow(rng.randrange(2, n - 2), d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _modulus(rng: random.Random) -> tuple[int, int]:
+    """A pseudo-random 127-bit prime p = 1 (mod 4) and a square root of -1 modulo p (the image
+    of ``i``: the map from Gaussian rationals to the integers modulo p is a ring map)."""
+    while True:
+        p = (1 << 126) | (rng.getrandbits(124) << 2) | 1
+        if _is_probable_prime(p, rng):
+            break
+    g = 2
+    while pow(g, (p - 1) // 2, p) != p - 1:
+        g += 1
+    return p, pow(g, (p - 1) // 4, p)
+
+
+def _mod_fraction(q: Fraction, p: int) -> int:
+    d = q.denominator % p
+    if d == 0:
+        raise _NotModular  # a literal divisible by the prime: never by chance
+    return q.numerator * pow(d, -1, p) % p if d != 1 else q.numerator % p
+
+
+def _integer_exponent(node: Node, p: int, memo: dict[Node, int]) -> int:
+    """An integer exponent reduced modulo ``p - 1`` (Fermat: x^(p-1) = 1 for x != 0, so
+    ``x^{2^{60000}}`` costs little); the sign of a zero exponent is kept as 0."""
+    if node[0] == "num" and node[1].denominator == 1:
+        return int(node[1].numerator) % (p - 1)
+    if node in memo:
+        return memo[node]
+    if symbols(node):
+        raise _NotModular
+    try:
+        k = exact(node)
+    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ArithmeticError, ValueError):
+        raise _NotModular from None
+    if not isinstance(k, Fraction) or k.denominator != 1:
+        raise _NotModular
+    memo[node] = int(k) % (p - 1)
+    return memo[node]
+
+
+def _mod_value(node: Node, env: dict[str, int], p: int, i_root: int, memo: dict[Node, int]) -> int:
+    """The value of a rational-function node modulo ``p`` at the point ``env`` (``memo`` keeps
+    the values of constant parts, the same at every point)."""
+    _tick()
+    kind = node[0]
+    if kind == "num":
+        return _mod_fraction(node[1], p)
+    if kind == "sym":
+        if node[1] not in env:
+            raise _NotModular
+        return env[node[1]]
+    if kind == "add":
+        return sum(_mod_value(t, env, p, i_root, memo) for t in node[1]) % p
+    if kind == "mul":
+        prod = 1
+        for f in node[1]:
+            prod = prod * _mod_value(f, env, p, i_root, memo) % p
+        return prod
+    if kind == "neg":
+        return -_mod_value(node[1], env, p, i_root, memo) % p
+    if kind == "div":
+        den = _mod_value(node[2], env, p, i_root, memo)
+        if den == 0:
+            raise _NoInverse
+        return _mod_value(node[1], env, p, i_root, memo) * pow(den, -1, p) % p
+    if kind == "const" and node[1] == "i":
+        return i_root
+    if kind == "pow" and node[1] != ("const", "e"):
+        exp = node[2]
+        base = _mod_value(node[1], env, p, i_root, memo)
+        if base == 0:  # 0^k: 0 for k > 0, 1 for k = 0, undefined for k < 0
+            sign = _exact_sign(exp)
+            if sign < 0:
+                raise _NoInverse
+            return 0 if sign > 0 else 1
+        return pow(base, _integer_exponent(exp, p, memo), p)
+    if kind in ("fn", "based", "pow") and not symbols(node):
+        if node not in memo:
+            try:  # a constant part: \binom{500}{3}, \sqrt{4}, 3!
+                value = exact(node)
+            except (
+                NotExact,
+                TooBig,
+                Undefined,
+                NotScalar,
+                HasSymbols,
+                ArithmeticError,
+                ValueError,
+            ):
+                raise _NotModular from None
+            re, im = _parts(value)
+            memo[node] = (_mod_fraction(re, p) + _mod_fraction(im, p) * i_root) % p
+        return memo[node]
+    raise _NotModular
+
+
+def _exact_sign(node: Node) -> int:
+    if symbols(node):
+        raise _NotModular
+    try:
+        k = exact(node)
+    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ArithmeticError, ValueError):
+        raise _NotModular from None
+    if not isinstance(k, Fraction) or k.denominator != 1:
+        raise _NotModular
+    return (k > 0) - (k < 0)
+
+
+def modular_eq(a: Node, b: Node, names: list[str]) -> bool | None:
+    """Whether two rational functions (in ``names``; none for constants) are equal, tested
+    modulo a 127-bit prime p at pseudo-random points; None when either side is no rational
+    function (a root, pi, a sine...) or no point is defined.
+
+    Exact in each test: "unequal" means unequal (a point where both sides are defined and
+    differ modulo p). "Equal" can err only when the prime divides the difference's
+    coefficients or a point is one of its roots (probability under deg/p per point), and the
+    prime and the points are drawn from a seed that is a hash of both expressions, so an
+    answer cannot be written to fit them. Time is linear in the size of the expressions (an
+    integer power costs its logarithm).
+
+    >>> from llmgym.rewards._math_parse import parse
+    >>> modular_eq(parse("(x+1)^3"), parse("x^3 + 3x^2 + 3x + 1"), ["x"])
+    True
+    >>> modular_eq(parse("(x+1)^3"), parse("x^3 + 3x^2 + 4x + 1"), ["x"])
+    False
+    >>> modular_eq(parse("(x+i)(x-i)"), parse("x^2 + 1"), ["x"]), modular_eq(parse(r"\\sqrt{x}"), parse("x"), ["x"])
+    (True, None)
+    """
+    digest = hashlib.blake2b(repr((a, b)).encode("utf-8", "replace"), digest_size=16).digest()
+    rng = random.Random(int.from_bytes(digest, "big"))
+    p, i_root = _modulus(rng)
+    needed = 2 if names else 1
+    agreed = 0
+    memo: dict[Node, int] = {}
+    for _ in range(_MODULAR_POINTS):
+        env = {name: rng.randrange(2, p - 1) for name in names}
+        try:
+            va, vb = _mod_value(a, env, p, i_root, memo), _mod_value(b, env, p, i_root, memo)
+        except _NoInverse:
+            continue
+        except (_NotModular, RecursionError, OutOfTime):
+            return None
+        if va != vb:
+            return False
+        agreed += 1
+        if agreed >= needed:
+            return True
+    return None
+
+
+def _large(a: Node, b: Node) -> bool:
+    nodes = subnodes(("pair", a, b))
+    return next(itertools.islice(nodes, MODULAR_MIN_NODES, None), None) is not None
+
+
 def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
     """Whether two scalar expressions are equal (see the module docstring for the tiers).
 
@@ -638,6 +891,10 @@ def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
     if ia is not None or ib is not None:
         return ia == ib
     syms = symbols(a) | symbols(b)
+    if not opts.tolerant and _large(a, b):
+        verdict = modular_eq(a, b, sorted(syms))
+        if verdict is not None:
+            return verdict
     if syms:
         return _identity_eq(a, b, sorted(syms), opts)
     too_big = False
@@ -647,6 +904,9 @@ def scalar_eq(a: Node, b: Node, opts: Options) -> bool:
     except (NotExact, Undefined):
         pass
     except TooBig:
+        verdict = None if opts.tolerant else modular_eq(a, b, [])
+        if verdict is not None:
+            return verdict
         too_big = True
     except NotScalar:
         return False
@@ -718,7 +978,14 @@ def _identity_eq(a: Node, b: Node, names: list[str], opts: Options) -> bool:
             va, vb = exact(a, point), exact(b, point)  # type: ignore[arg-type]
         except (Undefined, ZeroDivisionError):
             continue
-        except (NotExact, TooBig, NotScalar):
+        except TooBig:
+            # x^{7000}: rationals too long to hold, and numerics would lose a changed term
+            verdict = None if opts.tolerant else modular_eq(a, b, names)
+            if verdict is not None:
+                return verdict
+            numeric_needed = True
+            break
+        except (NotExact, NotScalar):
             numeric_needed = True
             break
         if not _close_exact(va, vb, opts):
@@ -750,6 +1017,7 @@ def _identity_eq(a: Node, b: Node, names: list[str], opts: Options) -> bool:
 
 def _has_big_constant(node: Node) -> bool:
     """Whether a variable-free part of ``node`` is too large to evaluate (sympy would try)."""
+    _tick()
     if node[0] in ("num", "sym", "const", "inf", "based"):
         return False
     if not symbols(node):
@@ -782,7 +1050,10 @@ def _has_big_constant(node: Node) -> bool:
 def _fallback(a: Node, b: Node, opts: Options) -> bool:
     if fold(a) == fold(b):
         return True
-    if _has_big_constant(a) or _has_big_constant(b):
+    try:
+        if _has_big_constant(a) or _has_big_constant(b):
+            return False
+    except OutOfTime:
         return False
     if _symbolic_fallback:
         verdict = _symbolic_fallback[0](a, b, opts)

@@ -12,6 +12,7 @@ from collections import deque
 from llmgym.rewards._math_eval import Options
 from llmgym.rewards._math_parse import (
     KNOWN_WORDS,
+    MAX_ANSWER_CHARS,
     ParseError,
     normalize,
     parse,
@@ -19,7 +20,7 @@ from llmgym.rewards._math_parse import (
 )
 from llmgym.rewards._math_values import to_value, values_eq
 
-MAX_BOX_CHARS = 100_000
+MAX_BOX_CHARS = 2 * MAX_ANSWER_CHARS
 """A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""
 _LAST_BOXES = 12
 _TRUNCATED = "\x00truncated"
@@ -501,6 +502,12 @@ def _after_marker(text: str, pos: int) -> str | None:
 
 def _bare(text: str) -> str | None:
     s = text.strip()
+    if len(s) > MAX_ANSWER_CHARS and "\n" not in s:
+        # one line too long to parse: compared as written unless it is prose (its last number
+        # is no answer: "x^{1000} + ... + 1" does not state 1)
+        return None if _is_prose(s) else s
+    if len(s) > 400 and "\n" not in s:
+        return s if _long_math(s) else None
     if not s or len(s) > 400 or s.count("\n") > 3:
         return None
     s = _strip_markdown(s)
@@ -515,6 +522,17 @@ def _bare(text: str) -> str | None:
     if len(s) <= 200 and "\n" not in s and not _LONG_WORD_RE.search(plain):
         return s
     return None
+
+
+def _long_math(s: str) -> bool:
+    """Whether a long one-line response is all math (a polynomial written out, a long list of
+    values): no prose, no hedge, and it parses as math."""
+    if _EITHER_RE.search(s) or _OR_SPLIT_RE.search(s) or _is_prose(s):
+        return False
+    try:
+        return parse(normalize(_strip_markdown(s)))[0] != "text"
+    except (ParseError, RecursionError, ValueError):
+        return False
 
 
 _CONCLUSION_RE = re.compile(
@@ -541,6 +559,14 @@ def _fallback(text: str) -> str | None:
         tail = s[-4000:]
         segs = _math_segments(tail)
         if segs and (s.endswith(("$$", "\\]")) or segs[-1][1] == len(tail)):
+            return segs[-1][2]
+    core = s.rstrip(" .")
+    if len(core) > 4000 and core.endswith(("$", "\\]", "\\)")):
+        # ... in a math segment too long for that window (a polynomial written out): its last
+        # number is no answer ("x^{500} + ... + 1" does not state 1)
+        tail = core[-(MAX_ANSWER_CHARS + 4000) :]
+        segs = _math_segments(tail)
+        if segs and segs[-1][1] == len(tail) and len(segs[-1][2]) > 3000:
             return segs[-1][2]
     lines = [ln for ln in s.split("\n") if ln.strip()]
     if not lines:

@@ -42,8 +42,10 @@ from typing import Any, TypeVar
 
 Node = tuple[Any, ...]
 
-MAX_ANSWER_CHARS = 5000
-"""Longer answers are not parsed (they can only match by normalised text)."""
+MAX_ANSWER_CHARS = 200_000
+"""Longer answers are not parsed (they can only match by normalised text). Tokenizing and
+parsing are linear in the length, so an answer this long (a degree-1000 polynomial written
+out) costs tens of milliseconds; comparing it is bounded by the caller's ``timeout_s``."""
 MAX_DEPTH = 100
 """Nesting deeper than this is a parse error."""
 MAX_LITERAL_DIGITS = 4000
@@ -65,13 +67,26 @@ def short_input_cache(maxsize: int = 4096, max_len: int = 1000) -> Callable[[_F]
 
     def wrap(fn: _F) -> _F:
         cached = functools.lru_cache(maxsize=maxsize)(fn)
-        _CACHES.append(cached)
+        last: list[Any] = [None]  # the last long input and its result: one call reads it twice
+
+        def clear() -> None:
+            cached.cache_clear()
+            last[0] = None
+
+        _CACHES.append(clear)
 
         @functools.wraps(fn)
         def call(s: str, *args: Any) -> Any:
-            return cached(s, *args) if len(s) <= max_len else fn(s, *args)
+            if len(s) <= max_len:
+                return cached(s, *args)
+            hit = last[0]
+            if hit is not None and hit[1] == args and hit[0] == s:
+                return hit[2]
+            result = fn(s, *args)
+            last[0] = (s, args, result)
+            return result
 
-        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        call.cache_clear = clear  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]
 
     return wrap
@@ -79,8 +94,8 @@ def short_input_cache(maxsize: int = 4096, max_len: int = 1000) -> Callable[[_F]
 
 def clear_caches() -> None:
     """Empty every parse cache (benchmarks time cold parses with it)."""
-    for cached in _CACHES:
-        cached.cache_clear()
+    for clear in _CACHES:
+        clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,50 +244,81 @@ def _uni_sub(m: re.Match[str]) -> str:
     return _UNICODE[s]
 
 
-_SUBS: list[tuple[re.Pattern[str], Any]] = [
-    (re.compile(p), r)
-    for p, r in [
+# (pattern, replacement, needles): a pattern runs only when one of its needles (literal text
+# every match contains; lowercase for the case-insensitive ones) is in the string. Each scan is
+# linear, but two dozen of them over a long answer add up: most never apply.
+_SUBS: list[tuple[re.Pattern[str], Any, tuple[str, ...]]] = [
+    (re.compile(p), r, needles)
+    for p, r, needles in [
         # thousands separators written with LaTeX spacing or {,}: 1\,000 / 1{,}000 / 1\!000
-        (r"(\d)(?:\{,\}|\\[,;:! ]|~)(?=\d{3}(?!\d))", r"\1"),
+        (
+            r"(\d)(?:\{,\}|\\[,;:! ]|~)(?=\d{3}(?!\d))",
+            r"\1",
+            ("{,}", "\\,", "\\;", "\\:", "\\!", "\\ ", "~"),
+        ),
         # ... with a space as well: 11,\! 111 / 14 {, }916 (a comma kept tight, then spaced)
-        (r"(\d)\s*(?:,\s*\\!\s*|\{\s*,\s*\}\s*)(?=\d{3}(?!\d))", r"\1"),
+        (r"(\d)\s*(?:,\s*\\!\s*|\{\s*,\s*\}\s*)(?=\d{3}(?!\d))", r"\1", (",",)),
         # ... or with plain spaces: 1 000 000 (groups of exactly three digits)
         (
             r"(?<![\d.,])(\d{1,3})((?: \d{3})+)(?![\d.])",
             lambda m: m.group(1) + m.group(2).replace(" ", ""),
+            (" ",),
         ),
         # sizing and style commands that carry no meaning
-        (r"\\(?:left|right|[bB]igg?[lrm]?|middle)(?![a-zA-Z])\s*\.?", ""),
-        (r"(?<!\\)\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)", ""),
-        (r"\\(?:[dtc]frac)(?![a-zA-Z])", r"\\frac"),
-        (r"\\(?:[dt]binom)(?![a-zA-Z])", r"\\binom"),
-        (r"(?<!\\)\\[,;: >]", " "),
-        (r"(?<!\\)\\(?:quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])", " "),
-        (r"(?<!\\)\\q?quad(?=[a-zA-Z])", " "),  # \quadx_2: the space after \quad lost
-        (r"\\(?:hspace|vspace)\*?\{[^{}]*\}", " "),
+        (
+            r"\\(?:left|right|[bB]igg?[lrm]?|middle)(?![a-zA-Z])\s*\.?",
+            "",
+            ("\\left", "\\right", "\\big", "\\Big", "\\middle"),
+        ),
+        (
+            r"(?<!\\)\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits|!|/)",
+            "",
+            ("style", "limits", "\\!", "\\/"),
+        ),
+        (r"\\(?:[dtc]frac)(?![a-zA-Z])", r"\\frac", ("frac",)),
+        (r"\\(?:[dt]binom)(?![a-zA-Z])", r"\\binom", ("binom",)),
+        (r"(?<!\\)\\[,;: >]", " ", ("\\,", "\\;", "\\:", "\\ ", "\\>")),
+        (
+            r"(?<!\\)\\(?:quad|qquad|enspace|thinspace|medspace|thickspace)(?![a-zA-Z])",
+            " ",
+            ("quad", "space"),
+        ),
+        (r"(?<!\\)\\q?quad(?=[a-zA-Z])", " ", ("quad",)),  # \quadx_2: the space after \quad lost
+        (r"\\(?:hspace|vspace)\*?\{[^{}]*\}", " ", ("space",)),
         # degrees, percent and currency are units (see math.py)
         (
             r"\^\s*\{?\s*\\circ\s*\}?|\^\s*\{\s*\\text\{\s*o\s*\}\s*\}|\\(?:degree|textdegree)(?![a-zA-Z])",
             r" \\degreeunit ",
+            ("\\circ", "\\text", "degree"),
         ),
-        (r"(?<!\\)\\%|%", " \\\\percentunit "),
-        (r"(?<!\\)\\\$|\$", " "),
-        (r"\\(?:euro|pounds|yen)(?![a-zA-Z])|[€£¥]", " "),
+        (r"(?<!\\)\\%|%", " \\\\percentunit ", ("%",)),
+        (r"(?<!\\)\\\$|\$", " ", ("$",)),
+        (
+            r"\\(?:euro|pounds|yen)(?![a-zA-Z])|[€£¥]",
+            " ",
+            ("\\euro", "\\pounds", "\\yen", "€", "£", "¥"),
+        ),
         # phrases that name special answers
         (
             r"(?i)\b(?:there\s+(?:is|are)\s+)?no\s+(?:real\s+|possible\s+|such\s+)?(?:solutions?|roots?|values?|answers?)\b",
             r" \\emptyset ",
+            ("no",),
         ),
-        (r"(?i)\b(?:the\s+)?empty\s+set\b", r" \\emptyset "),
+        (r"(?i)\b(?:the\s+)?empty\s+set\b", r" \\emptyset ", ("empty",)),
         (
             r"(?i)\bdoes\s+not\s+exist\b|\bdoesn't\s+exist\b|\bd\.n\.e\.?|\bDNE\b",
             r" \\undefinedvalue ",
+            ("exist", "d.n.e", "dne"),
         ),
-        (r"(?i)\ball\s+real\s+(?:numbers|values)(?:\s+of\s+[a-z])?\b", r" \\mathbb{R} "),
-        (r"(?i)\binfinitely\s+many(?:\s+solutions)?\b", " infinitelymany "),
+        (
+            r"(?i)\ball\s+real\s+(?:numbers|values)(?:\s+of\s+[a-z])?\b",
+            r" \\mathbb{R} ",
+            ("real",),
+        ),
+        (r"(?i)\binfinitely\s+many(?:\s+solutions)?\b", " infinitelymany ", ("infinitely",)),
         # "=1orW(x)=-1": the spaces around a connective lost between a value and a name
-        (r"(?<=[\d)}])(or|and)(?=[A-Z][(_]?)", r" \1 "),
-        (r"\*\*", "^"),
+        (r"(?<=[\d)}])(or|and)(?=[A-Z][(_]?)", r" \1 ", ("or", "and")),
+        (r"\*\*", "^", ("**",)),
     ]
 ]
 _PLAIN_MIXED_RE = re.compile(r"(-?)(\d+) (\d+)/(\d+)")
@@ -307,6 +353,19 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS |= {"hundred": 100, "a hundred": 100, "one hundred": 100, "a thousand": 1000}
 _TRAILING = re.compile(r"(?:[\s.;:]|\\\\|\\(?:quad|qquad)\b)+$")
 _DELIMS = [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")]
+
+
+def _strip_trailing(s: str) -> str:
+    """``_TRAILING.sub("", s)``, looking at the end of ``s`` only (a scan of the whole string
+    is linear, but slow on a long answer)."""
+    start = max(0, len(s) - 256)
+    m = _TRAILING.search(s, start)
+    if m is None:
+        return s
+    if start == 0 or m.start() >= start + 8:
+        return s[: m.start()]
+    return _TRAILING.sub("", s)  # the trailing run reaches back before the window
+
 
 # Doubled backslashes: text that went through one escaping too many (a JSON or Python string
 # written out raw) reads ``\\frac{1}{2}``, ``\\left(``, ``-2 \\le x``. A LaTeX line break
@@ -369,8 +428,10 @@ def normalize(answer: str) -> str:
     if not s.isascii():
         s = _UNI_RE.sub(_uni_sub, s)
         s = unicodedata.normalize("NFKC", s)
-    for pattern, repl in _SUBS:
-        s = pattern.sub(repl, s)
+    for pattern, repl, needles in _SUBS:
+        text = s.lower() if pattern.flags & re.IGNORECASE else s
+        if any(n in text for n in needles):
+            s = pattern.sub(repl, s)
     s = s.strip()
     mixed = _PLAIN_MIXED_RE.fullmatch(s)
     if mixed:  # 2 1/3 is two and a third
@@ -386,7 +447,7 @@ def normalize(answer: str) -> str:
             if s.startswith(left) and s.endswith(right) and len(s) >= len(left) + len(right):
                 s = s[len(left) : len(s) - len(right)].strip()
                 changed = True
-        s = _TRAILING.sub("", s)
+        s = _strip_trailing(s)
         if not changed:
             break
     return " ".join(s.split())
@@ -931,6 +992,8 @@ _PI = ("const", "pi")
 
 def _literal(text: str) -> Node:
     """A number literal, exactly: ``0.1`` is 1/10, ``1.5e3`` is 1500."""
+    if text.isascii() and text.isdigit():  # the common case, without Fraction's string parsing
+        return ("num", Fraction(int(text)), len(text.lstrip("0")) or 1)
     digits = len(text.split("e")[0].split("E")[0].replace(".", "").lstrip("0")) or 1
     try:
         return ("num", Fraction(text), digits)
@@ -1232,8 +1295,10 @@ class _Parser:
             self.next()
             text = tok[1]
             if text.isdigit() and len(text) > 1:
-                # \frac34: one digit per argument; push the rest back
-                self.toks = self.toks[: self.i] + [("num", text[1:])] + self.toks[self.i :]
+                # \frac34: one digit per argument; the rest stays the next token (rewritten
+                # in place: rebuilding the token list would make \frac12\frac12... quadratic)
+                self.i -= 1
+                self.toks[self.i] = ("num", text[1:])
                 return _literal(text[0])
             return _literal(text)
         return self.parse_primary()

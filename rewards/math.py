@@ -108,14 +108,17 @@ an equation or inequality left to solve (``2x \\le 6``), a set operation left to
 copies of one value (``5, 5``) is not that value, and a gold in braces wants a set (``\\{4, 6\\}``,
 not ``4, 6``). The gold's own text always passes.
 
-Limits: answers longer than 5,000 characters are only compared as normalised text; numbers
+Limits: answers longer than 200,000 characters are only compared as normalised text (shorter
+ones are parsed in linear time; large rational expressions, such as a degree-500 polynomial
+written out, are compared exactly modulo a pseudo-random 127-bit prime); numbers
 beyond ``2^(2^40)`` and differently written are unequal unless their structures or logarithms
 (60 digits) agree; sampling-based identity testing can in principle be fooled by an
 expression built to vanish at the sampled points.
 
 Safety: model output is never ``eval``-ed; a hand-written parser with depth and size limits
 reads it, exact arithmetic bounds every intermediate size, and sympy (rarely needed) runs in
-worker processes that are killed at ``timeout_s`` (which bounds all symbolic work of one call).
+worker processes that are killed at ``timeout_s`` (which bounds all symbolic work of one call;
+in-process arithmetic stops then too, after at least half a second).
 Nothing here raises on model output. Blocking calls are thread-safe; from asyncio, use
 ``await asyncio.to_thread(math_equal, ...)``.
 """
@@ -135,7 +138,14 @@ from llmgym.rewards import _math_form as _form
 from llmgym.rewards import _math_sympy as _sym
 from llmgym.rewards import _math_values as _vals
 from llmgym.rewards._math_extract import extract, extract_gold
-from llmgym.rewards._math_parse import Node, ParseError, normalize, parse, short_input_cache
+from llmgym.rewards._math_parse import (
+    MAX_ANSWER_CHARS,
+    Node,
+    ParseError,
+    normalize,
+    parse,
+    short_input_cache,
+)
 
 if TYPE_CHECKING:
     from llmgym.rewards.base import RewardResult
@@ -374,20 +384,27 @@ def _judge(
         lists_as_tuples=bool(conv.lists_as_tuples),
     )
     unfinal = None
-    for g in golds:
-        try:
-            verdict = _answers_equal(answer, g, opts, form)
-            if verdict is True and not conv.relations_as_sets and _relation_for_set(answer, g):
-                verdict = False
-        except Exception:  # a bug or a hostile input: no credit, never a crash
-            if _RAISE_INTERNAL_ERRORS:
-                raise
-            continue
-        if verdict is True:
-            return True, how, answer, None
-        if isinstance(verdict, str):
-            unfinal = unfinal or verdict
+    # in-process evaluation is bounded too: past the deadline what is left compares by structure
+    with _ev.time_limit(time.monotonic() + max(float(timeout_s), _MIN_EVAL_S)):
+        for g in golds:
+            try:
+                verdict = _answers_equal(answer, g, opts, form)
+                if verdict is True and not conv.relations_as_sets and _relation_for_set(answer, g):
+                    verdict = False
+            except Exception:  # a bug or a hostile input: no credit, never a crash
+                if _RAISE_INTERNAL_ERRORS:
+                    raise
+                continue
+            if verdict is True:
+                return True, how, answer, None
+            if isinstance(verdict, str):
+                unfinal = unfinal or verdict
     return False, how, answer, unfinal
+
+
+_MIN_EVAL_S = 0.5
+"""In-process evaluation (exact and numeric arithmetic) of one call gets at least this long,
+however small ``timeout_s`` is; sympy gets ``timeout_s``."""
 
 
 _EURO_NUMBER_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:\.\d{3})+),(\d+)(?![\d,])")
@@ -505,7 +522,9 @@ def _value(normalized: str) -> tuple[Any, ...]:
         return ("?",)
 
 
-_MAX_NORMALIZED_CHARS = 50_000
+_MAX_NORMALIZED_CHARS = 2 * MAX_ANSWER_CHARS
+"""Longer answers are compared as written (normalising them could not bring them under the
+parser's bound)."""
 
 
 def _answers_equal(answer: str, gold: str, opts: _ev.Options, form: str | None) -> bool | str:
