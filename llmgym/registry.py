@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import os
 import sys
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,26 @@ def load_plugins() -> dict[str, str | None]:
             _PLUGINS[key] = f"{type(e).__name__}: {e}"
             warnings.warn(f"LLMGYM_SPECS: {spec} was skipped: {e}", RuntimeWarning, stacklevel=2)
     return dict(_PLUGINS)
+
+
+# --- importing a "module:function" -------------------------------------------------------
+
+
+def import_callable(path: str) -> Callable[..., Any]:
+    """Import ``"package.module:function"`` (verifiers, policies, factories); errors say what is
+    wrong (an :class:`~llmgym.error.UnknownVerifier`, the name the verifier table has used)."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise error.UnknownVerifier(f"Expects 'module:function', actual: {path!r}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise error.UnknownVerifier(f"Cannot import {path!r}: {e}") from None
+    if not callable(obj):
+        raise error.UnknownVerifier(f"{path!r} is not callable")
+    return obj  # type: ignore[no-any-return]
 
 
 # --- declarative envs ------------------------------------------------------------------------

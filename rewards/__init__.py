@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import math as _math
 import typing
@@ -20,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from llmgym import error
+from llmgym.registry import import_callable
 from llmgym.rewards.base import RewardResult, Rubric
 
 Verifier = Callable[..., RewardResult]
@@ -58,22 +58,6 @@ def register_verifier(name: str, verifier: str | Verifier, *, overwrite: bool = 
 def list_verifiers() -> list[str]:
     """The names in the verifier table."""
     return sorted(_TABLE)
-
-
-def import_callable(path: str) -> Callable[..., Any]:
-    """Import ``"package.module:function"``; errors say what is wrong."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise error.UnknownVerifier(f"Expects 'module:function', actual: {path!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as e:
-        raise error.UnknownVerifier(f"Cannot import {path!r}: {e}") from None
-    if not callable(obj):
-        raise error.UnknownVerifier(f"{path!r} is not callable")
-    return obj  # type: ignore[no-any-return]
 
 
 def _option_kinds(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool] | None:

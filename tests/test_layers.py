@@ -28,7 +28,6 @@ LAZY_UPWARD = {
     ("llmgym/core.py", "llmgym.rewards.base"),  # RewardResult, for type checkers only
     ("llmgym/registry.py", "llmgym.envs.declarative"),  # declarative envs
     ("llmgym/audit.py", "llmgym.rewards.tools"),  # writing tool calls in an env's format
-    ("llmgym/evaluation/runner.py", "llmgym.agents.policies"),  # policies live in agents
 }
 """Function-level imports from a lower layer into a higher one, known and to be removed."""
 

@@ -331,7 +331,7 @@ def _int(value: Any) -> int:
 
 def _check_response(response: Any) -> tuple[Any, str | None, int, int]:
     """(action, error, prompt tokens, completion tokens) of whatever the policy returned."""
-    from llmgym.agents.policies import Response
+    from llmgym.policies import Response
 
     if not isinstance(response, Response):
         return "", f"policy returned {type(response).__name__}, not a Response", 0, 0
@@ -374,7 +374,7 @@ class _Runner:
         self.on_record = on_record
         self.mode = config.mode
         if self.mode == "auto":
-            from llmgym.agents.policies import Policy
+            from llmgym.policies import Policy
 
             overridden = type(policy).agenerate is not Policy.agenerate
             self.mode = "async" if overridden else "batch"
@@ -408,7 +408,7 @@ class _Runner:
 
     # the policy ------------------------------------------------------------------------------
     async def _ask(self, request: Any) -> Any:
-        from llmgym.agents.policies import Response
+        from llmgym.policies import Response
 
         if self.mode == "async":
             try:
@@ -432,7 +432,7 @@ class _Runner:
             self._spawn(self._run_batch(batch))
 
     async def _run_batch(self, batch: list[tuple[Any, asyncio.Future[Any]]]) -> None:
-        from llmgym.agents.policies import Response
+        from llmgym.policies import Response
 
         requests = [r for r, _ in batch]
         loop = asyncio.get_running_loop()
@@ -456,7 +456,7 @@ class _Runner:
 
     # episodes ---------------------------------------------------------------------------------
     async def _episode(self, plan: EpisodePlan) -> dict[str, Any]:
-        from llmgym.agents.policies import Request
+        from llmgym.policies import Request
 
         entry = self.config.envs[plan.entry]
         env = self._take_env(plan.entry)
@@ -695,8 +695,8 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
     """Run (or resume) the evaluation described by ``config``; see the module docstring."""
     from tqdm.auto import tqdm
 
-    from llmgym.agents.policies import load_policy
     from llmgym.evaluation.metrics import summarize
+    from llmgym.policies import load_policy
 
     if config.suite is not None:
         config.suite.check_registered()
