@@ -10,13 +10,12 @@ tokenizer's chat template and a tool-call parser for ``<tool_call>{json}</tool_c
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llmgym import error
+from llmgym import error, toolcalls
 from llmgym.agents.policies import Policy, Request, Response
 from llmgym.core import clean_text
 
@@ -145,32 +144,26 @@ def _pick(logits: Any, temperature: float, top_k: int, top_p: float, generator: 
 def parse_tool_calls(text: str) -> str | dict[str, Any]:
     """The action for a completion: a dict with ``tool_calls`` when it holds well-formed
     ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks, else the text itself.
+    The blocks are read by :func:`llmgym.toolcalls.parse_tool_calls`, as the envs read them.
 
     >>> parse_tool_calls('ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
     {'content': 'ok', 'tool_calls': [{'id': 'call_0', 'type': 'function', 'function': {'name': 'add', 'arguments': {'a': 1}}}]}
     >>> parse_tool_calls("<tool_call>{not json}</tool_call>")
     '<tool_call>{not json}</tool_call>'
     """
-    calls = []
-    for i, body in enumerate(_TOOL_CALL.findall(text)):
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return text
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            return text
-        arguments = data.get("arguments", {})
-        if not isinstance(arguments, (dict, str)):
-            return text
-        calls.append(
-            {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {"name": data["name"], "arguments": arguments},
-            }
-        )
-    if not calls:
+    if "<tool_call>" not in text:
         return text
+    parsed = toolcalls.parse_tool_calls(text, "hermes")  # the one parser every env uses
+    if not parsed or any(c.error for c in parsed):
+        return text
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments},
+        }
+        for i, c in enumerate(parsed)
+    ]
     return {"content": _TOOL_CALL.sub("", text).strip(), "tool_calls": calls}
 
 

@@ -703,7 +703,7 @@ def _styled(
 def _tool_calls(view: View, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> Action:
     """An assistant message making ``calls`` in the env's format (with OpenAI ``tool_calls`` too,
     so that an env reading either finds them)."""
-    from llmgym.rewards.tools import ToolCall, format_tool_calls
+    from llmgym.toolcalls import ToolCall, format_tool_calls
 
     items = [ToolCall(name, dict(args), f"call_{i}") for i, (name, args) in enumerate(calls)]
     openai = format_tool_calls(items, "openai")

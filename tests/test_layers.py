@@ -27,7 +27,6 @@ LAZY_UPWARD = {
     ("llmgym/core.py", "llmgym.rewards"),  # LLMEnv.grade_subtask: the named verifier table
     ("llmgym/core.py", "llmgym.rewards.base"),  # RewardResult, for type checkers only
     ("llmgym/registry.py", "llmgym.envs.declarative"),  # declarative envs
-    ("llmgym/audit.py", "llmgym.rewards.tools"),  # writing tool calls in an env's format
 }
 """Function-level imports from a lower layer into a higher one, known and to be removed."""
 
