@@ -2,7 +2,7 @@
 ``tool_call_match`` verifier.
 
 The protocol itself (parsing, formatting, specs, validation) lives in the core,
-:mod:`llmgym.toolcalls`; its names are re-exported here, where they were first published.
+:mod:`llmgym.toolcalls` and :mod:`llmgym.toolspecs`; their names are re-exported here, where they were first published.
 """
 
 from __future__ import annotations
@@ -22,18 +22,20 @@ from llmgym.toolcalls import (
     ToolCall,
     _arguments_from,
     _call_from_object,
-    _json_type,
     _ParseError,
     _shallow,
-    _short,
     format_tool_calls,
+    parse_tool_calls,
+    value_depth,
+)
+from llmgym.toolspecs import (
+    _json_type,
+    _short,
     function_spec,
     parameters_schema,
-    parse_tool_calls,
     spec_name,
     type_schema,
     validate_arguments,
-    value_depth,
 )
 
 # --- BFCL-style AST match -----------------------------------------------------------------------
