@@ -44,7 +44,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from llmgym.sandbox import _cgroup, local
+from llmgym.sandbox import _cgroup, local, supervisor
 from llmgym.sandbox._zygote import DEFAULT_PATH
 from llmgym.sandbox.base import RunRequest, Sandbox
 from llmgym.sandbox.errors import BackendUnavailable
@@ -577,7 +577,7 @@ class DockerSandbox(Sandbox):
         self.binds = local._host_binds(self.python, ())
         self.host_cgroups = _host_cgroup_version()
         self.security_opt = self._security_opt()
-        self.settings = local.RunSettings(
+        self.settings = supervisor.RunSettings(
             backend=self.backend, python=self.python, fast_path=True, mode="namespaces"
         )
         self._pools: dict[tuple[int, int, bool], queue.Queue[_Agent]] = {}
@@ -663,7 +663,7 @@ class DockerSandbox(Sandbox):
         healthy = False
         probe = _RunProbe(agent) if agent.cgroups is None else None
         try:
-            result = local.execute_on(
+            result = supervisor.execute_on(
                 agent,
                 request,
                 self.settings,
