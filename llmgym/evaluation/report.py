@@ -1,4 +1,6 @@
-"""Self-contained HTML reports: an evaluation's results, a training run's curves, a comparison.
+"""Self-contained HTML reports: an evaluation's results (here), a training run's curves
+(:mod:`llmgym.evaluation.training_report`), a comparison (:mod:`llmgym.evaluation.compare`);
+the building blocks are :mod:`llmgym.evaluation.html`, re-exported here.
 
 Each page is one file a person can open anywhere: inline CSS, figures drawn with
 matplotlib (no pyplot, no global state) and embedded as base64 PNG, no scripts, no
@@ -8,145 +10,35 @@ tables and says that figures need it.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
-import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from llmgym import error
-from llmgym.evaluation.rollouts import load_jsonl, write_atomic
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#fff}
-main{max-width:1180px;margin:0 auto;padding:24px}
-h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin:20px 0 6px}
-.sub{color:#59636e;margin-bottom:16px}
-.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
-.card{border:1px solid #d0d7de;border-radius:8px;padding:10px 14px;min-width:140px}
-.card .v{font-size:22px;font-weight:600}.card .l{color:#59636e;font-size:12px}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
-th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
-figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{color:#59636e;font-size:12px}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;border-radius:6px;font-size:12px;max-height:420px;overflow:auto}
-details{margin:6px 0}summary{cursor:pointer}
-.note{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px}
-.alert{background:#ffebe9;border:1px solid #cf222e;border-left:6px solid #cf222e;color:#82071e;padding:10px 14px;border-radius:6px;margin:12px 0;font-weight:500}
-.alert ul{margin:6px 0 0 18px;padding:0}.alert a{color:#82071e}
-.sig{font-weight:600;color:#1a7f37}.neg{font-weight:600;color:#cf222e}
-"""
-
-NO_MATPLOTLIB = (
-    "Figures need matplotlib, which is not installed: pip install 'llmgym[eval]' and run "
-    "`llmgym report` on this folder again."
+from llmgym.evaluation.html import (
+    NO_MATPLOTLIB,
+    Raw,
+    _grid,
+    cards,
+    esc,
+    figure,
+    fmt,
+    fmt_ci,
+    have_matplotlib,
+    page,
+    table,
 )
-
-
-# --- building blocks ---------------------------------------------------------------------------
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text of any value (lone surrogates replaced)."""
-    text = value if isinstance(value, str) else str(value)
-    return html.escape(text.encode("utf-8", "replace").decode("utf-8"), quote=True)
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number for a table: ``-`` for missing, fixed digits for floats."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def fmt_ci(value: Any, ci: Any) -> str:
-    if value is None:
-        return "-"
-    if not ci or any(c is None or (isinstance(c, float) and math.isnan(c)) for c in ci):
-        return fmt(value)
-    return f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]"
-
-
-class Raw(str):
-    """HTML that :func:`table` and :func:`page` insert as is (already escaped)."""
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric_from: int = 1) -> str:
-    """An HTML table; cells from column ``numeric_from`` on are right-aligned.
-
-    Cells are escaped unless given as ``Raw``.
-    """
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            cls = ' class="n"' if i >= numeric_from else ""
-            text = cell if isinstance(cell, Raw) else esc(cell)
-            cells.append(f"<td{cls}>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def cards(items: Sequence[tuple[str, str]]) -> str:
-    inner = "".join(
-        f'<div class="card"><div class="v">{esc(v)}</div><div class="l">{esc(label)}</div></div>'
-        for label, v in items
-    )
-    return f'<div class="cards">{inner}</div>'
-
-
-def page(title: str, subtitle: str, sections: Sequence[str]) -> str:
-    """A whole HTML document."""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body><main>"
-        f'<h1>{esc(title)}</h1><div class="sub">{esc(subtitle)}</div>'
-        + "\n".join(sections)
-        + "</main></body></html>\n"
-    )
-
-
-def have_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def figure(
-    draw: Callable[[Any], None], *, width: float, height: float, caption: str, alt: str
-) -> str:
-    """A matplotlib figure drawn by ``draw(fig)``, embedded as a base64 PNG ``<figure>``."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    draw(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return (
-        f'<figure><img src="data:image/png;base64,{data}" alt="{esc(alt)}">'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-    )
-
-
-def _grid(n: int, cols: int = 3) -> tuple[int, int]:
-    cols = max(1, min(cols, n))
-    return math.ceil(n / cols), cols
-
+from llmgym.evaluation.rollouts import load_jsonl, write_atomic
+from llmgym.evaluation.training_report import (
+    group_keys,
+    hyperparameters_section,
+    read_run_config,
+    training_report_html,
+    training_series,
+    write_training_report,
+)
 
 # --- evaluation report ---------------------------------------------------------------------------
 
@@ -707,263 +599,6 @@ def write_eval_report(run_dir: str | Path, out: str | Path | None = None) -> Pat
     return path
 
 
-# --- training report ---------------------------------------------------------------------------
-
-_STEP_KEYS = ("step", "global_step", "iteration", "update")
-_SKIP_KEYS = frozenset({"time", "timestamp", "wall_time"})
-"""Clock readings logged beside the metrics: an axis, not a curve."""
-_GROUP_ORDER = (
-    "rewards",
-    "reward",
-    "success",
-    "eval",
-    "misc",
-    "kl",
-    "entropy",
-    "losses",
-    "charts",
-    "sandbox",
-    "perf",
-    "throughput",
-    "time",
-    "scheduler",
-)
-
-
-def _numeric(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    v = float(value)
-    return v if math.isfinite(v) else None
-
-
-def training_series(
-    rows: Sequence[Mapping[str, Any]],
-) -> tuple[str, dict[str, tuple[list[float], list[float]]]]:
-    """The step axis name and ``{key: (steps, values)}`` of every numeric key in ``rows``.
-
-    The step is the first of ``step``, ``global_step``, ``iteration``, ``update`` that the
-    rows have, else the row number. Non-numeric, boolean and non-finite values are skipped,
-    and so are clock readings (``time``, ``timestamp``).
-
-    >>> axis, s = training_series([{"step": 1, "kl": 0.1, "note": "x"}, {"step": 2, "kl": 0.2}])
-    >>> axis, s
-    ('step', {'kl': ([1.0, 2.0], [0.1, 0.2])})
-    """
-    axis = next((k for k in _STEP_KEYS if any(_numeric(r.get(k)) is not None for r in rows)), "row")
-    series: dict[str, tuple[list[float], list[float]]] = {}
-    for i, row in enumerate(rows):
-        x = _numeric(row.get(axis)) if axis != "row" else float(i)
-        if x is None:
-            x = float(i)
-        for key, value in row.items():
-            if key == axis or key in _SKIP_KEYS:
-                continue
-            y = _numeric(value)
-            if y is None:
-                continue
-            xs, ys = series.setdefault(str(key), ([], []))
-            xs.append(x)
-            ys.append(y)
-    return axis, series
-
-
-def group_keys(keys: Iterable[str]) -> dict[str, list[str]]:
-    """Keys grouped by their prefix before ``/`` (``misc`` for none); known groups first.
-
-    >>> group_keys(["losses/pg", "kl", "rewards/math", "charts/sps"])
-    {'rewards': ['rewards/math'], 'misc': ['kl'], 'losses': ['losses/pg'], 'charts': ['charts/sps']}
-    """
-    groups: dict[str, list[str]] = defaultdict(list)
-    for key in sorted(keys):
-        prefix, sep, _ = key.partition("/")
-        groups[prefix if sep else "misc"].append(key)
-
-    def rank(name: str) -> tuple[int, str]:
-        return (_GROUP_ORDER.index(name) if name in _GROUP_ORDER else len(_GROUP_ORDER), name)
-
-    return {g: groups[g] for g in sorted(groups, key=rank)}
-
-
-def _ema(values: Sequence[float], weight: float = 0.9) -> list[float]:
-    out, acc = [], values[0]
-    for v in values:
-        acc = weight * acc + (1 - weight) * v
-        out.append(acc)
-    return out
-
-
-_CONFIG_FILES = ("config.yaml", "config.yml", "config.json")
-"""Where a training run keeps its config (llmgym's trainers write ``config.yaml``)."""
-_HEADLINE_KEYS = ("algo", "model", "env_id", "data", "learning_rate", "total_steps")
-
-
-def _config_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None or isinstance(value, (bool, int, float)):
-        return json.dumps(value)
-    return json.dumps(value, ensure_ascii=False, default=repr)
-
-
-def hyperparameters_section(config: Mapping[str, Any], source: str) -> str:
-    """A table of a run's config: the headline fields first, then the rest in file order."""
-    keys = [k for k in _HEADLINE_KEYS if k in config]
-    keys += [k for k in config if k not in keys]
-    rows = [[str(k), _config_value(config[k])] for k in keys]
-    return (
-        '<h2 id="hyperparameters">Hyperparameters</h2>'
-        f'<p class="sub">{len(rows)} settings, from {esc(source)}</p>'
-        + table(["setting", "value"], rows, 99)
-    )
-
-
-def read_run_config(run_dir: str | Path) -> tuple[dict[str, Any], str | None]:
-    """A training run's config and the file it came from (``({}, None)`` when there is none)."""
-    import yaml
-
-    for name in _CONFIG_FILES:
-        path = Path(run_dir) / name
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            continue
-        try:
-            data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError):
-            continue
-        if isinstance(data, Mapping):
-            return dict(data), name
-    return {}, None
-
-
-def training_report_html(
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    title: str,
-    meta: Mapping[str, Any] | None = None,
-    config: Mapping[str, Any] | None = None,
-    config_source: str = "the run's config",
-) -> str:
-    """The page of a training run: its hyper-parameters (``config``), then every numeric
-    key's curve, grouped by prefix; ``meta`` (other run files) at the end."""
-    axis, series = training_series(rows)
-    groups = group_keys(series)
-    head = [
-        (k, _config_value(config[k])[-40:]) for k in ("algo", "model") if config and k in config
-    ]
-    sections = [
-        cards(
-            [
-                *head,
-                ("logged rows", str(len(rows))),
-                ("metrics", str(len(series))),
-                (
-                    f"last {axis}",
-                    fmt(max((x for xs, _ in series.values() for x in xs), default=None), 0),
-                ),
-            ]
-        )
-    ]
-    if config:
-        sections.append(hyperparameters_section(config, config_source))
-    else:
-        sections.append(
-            '<p class="note">No config.yaml in the run folder: the hyperparameters are '
-            "unknown (llmgym's trainers write one when they start).</p>"
-        )
-    if not series:
-        sections.append('<p class="note">No numeric metrics found in metrics.jsonl.</p>')
-    plots = have_matplotlib()
-    if not plots and series:
-        sections.append(f'<p class="note">{esc(NO_MATPLOTLIB)}</p>')
-    for group, keys in groups.items():
-        sections.append(f"<h2>{esc(group)}</h2>")
-        if plots:
-
-            def draw(fig: Any, keys: Sequence[str] = keys) -> None:
-                rows_, cols = _grid(len(keys))
-                axes = fig.subplots(rows_, cols, squeeze=False).ravel()
-                for ax, key in zip(axes, keys, strict=False):
-                    xs, ys = series[key]
-                    if len(ys) > 20:
-                        ax.plot(xs, ys, color="#4c72b0", alpha=0.3, linewidth=1)
-                        ax.plot(xs, _ema(ys), color="#4c72b0", linewidth=1.6)
-                    else:
-                        ax.plot(xs, ys, color="#4c72b0", marker="o", markersize=3)
-                    ax.set_title(key, fontsize=9)
-                    ax.set_xlabel(axis, fontsize=8)
-                    ax.tick_params(labelsize=7)
-                    ax.grid(alpha=0.3)
-                for ax in axes[len(keys) :]:
-                    ax.set_visible(False)
-
-            n_rows, _ = _grid(len(keys))
-            sections.append(
-                figure(
-                    draw,
-                    width=11,
-                    height=2.6 * n_rows,
-                    alt=f"{group} curves",
-                    caption=f"{group}: raw values (faint) and an exponential moving average when there are many points.",
-                )
-            )
-        sections.append(
-            table(
-                ["metric", "points", "first", "last", "min", "max"],
-                [
-                    [
-                        k,
-                        len(series[k][1]),
-                        fmt(series[k][1][0], 4),
-                        fmt(series[k][1][-1], 4),
-                        fmt(min(series[k][1]), 4),
-                        fmt(max(series[k][1]), 4),
-                    ]
-                    for k in keys
-                ],
-            )
-        )
-    if meta:
-        sections.append(
-            "<h2>Run files</h2><pre>" + esc(json.dumps(meta, indent=1, default=repr)) + "</pre>"
-        )
-    algo = f"{config['algo']} · " if config and config.get("algo") else ""
-    return page(title, f"{algo}{len(rows)} rows of metrics.jsonl", sections)
-
-
-def write_training_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write ``report.html`` of a training run from ``RUN_DIR/metrics.jsonl``.
-
-    A torn last line (a run still writing, or killed) is ignored. The run's config
-    (``config.yaml``, which llmgym's trainers write, else ``config.json``) is shown as a
-    table of hyper-parameters at the top; ``provenance.json``, when present, at the end.
-    """
-    run_dir = Path(run_dir)
-    metrics = run_dir / "metrics.jsonl" if run_dir.is_dir() else run_dir
-    if not metrics.is_file():
-        raise error.Error(f"No metrics.jsonl in {run_dir}: a training run logs its metrics there")
-    rows = load_jsonl(metrics)
-    config, source = read_run_config(metrics.parent)
-    meta: dict[str, Any] = {}
-    try:
-        meta["provenance.json"] = json.loads(
-            (metrics.parent / "provenance.json").read_text(encoding="utf-8")
-        )
-    except (OSError, json.JSONDecodeError):
-        pass
-    html_text = training_report_html(
-        rows,
-        title=f"llmgym training run: {metrics.parent.name}",
-        meta=meta,
-        config=config,
-        config_source=source or "the run's config",
-    )
-    path = Path(out) if out is not None else metrics.parent / "report.html"
-    write_atomic(path, html_text.encode("utf-8", "replace"))
-    return path
-
-
 def write_report(path: str | Path, out: str | Path | None = None) -> Path:
     """A report of whatever ``path`` holds: an evaluation (``results.jsonl``) or a training
     run (``metrics.jsonl``). A folder holding both gets the evaluation report in
@@ -985,3 +620,27 @@ def write_report(path: str | Path, out: str | Path | None = None) -> Path:
     raise error.Error(
         f"{path} holds neither an evaluation (results.jsonl) nor a training run (metrics.jsonl)"
     )
+
+
+__all__ = [
+    "NO_MATPLOTLIB",
+    "Raw",
+    "cards",
+    "esc",
+    "figure",
+    "fmt",
+    "fmt_ci",
+    "group_keys",
+    "have_matplotlib",
+    "hyperparameters_section",
+    "page",
+    "read_run_config",
+    "table",
+    "training_report_html",
+    "training_series",
+    "write_training_report",
+    "error_counts",
+    "eval_report_html",
+    "write_eval_report",
+    "write_report",
+]
