@@ -34,6 +34,7 @@ generation, scoring/env, other rollout work, update (forward, backward, optimize
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import math
@@ -44,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,7 @@ def trl_args(workdir: str, steps: int, group: int, seed: int) -> dict[str, Any]:
 
 def _setup() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' renames
     import torch
     import transformers
 
@@ -190,7 +193,10 @@ def run_trl(model: str, steps: int, group: int, seed: int, workdir: str, queue: 
 
     prompts = SAMPLES_PER_STEP // group
     policy, tokenizer = load(model)
-    args = GRPOConfig(**trl_args(workdir, steps, group, seed))
+    fields = trl_args(workdir, steps, group, seed)
+    if "activation_checkpointing" in {f.name for f in dataclasses.fields(GRPOConfig)}:
+        fields["activation_checkpointing"] = False  # transformers >= 5's name for it
+    args = GRPOConfig(**fields)
     per_step: dict[int, dict[str, float]] = {}  # step (1-based) -> phase seconds, samples, tokens
 
     def bucket(trainer: Any) -> dict[str, float]:
@@ -248,11 +254,13 @@ def run_trl(model: str, steps: int, group: int, seed: int, workdir: str, queue: 
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             marks[state.global_step] = (time.perf_counter(), time.process_time())
+            holder["threads"] = torch.get_num_threads()  # as training runs
             b = per_step[state.global_step]
             b["step"] = marks[state.global_step][0] - b.pop("begin")
 
     trainer.add_callback(StepClock())
-    holder["threads"] = torch.get_num_threads()
+    if args.gradient_checkpointing or getattr(policy, "is_gradient_checkpointing", False):
+        raise RuntimeError("TRL's gradient checkpointing is on; this benchmark runs it off")
     trainer.train()
     (t1, c1), (tn, cn) = marks[1], marks[steps]
     wall, cpu = tn - t1, cn - c1
@@ -347,14 +355,14 @@ def report(results: dict[int, dict[str, list[dict[str, Any]]]], steps: int) -> N
     print(
         "| G | trainer | samples/s | gen tokens/s | CPU s / 1k samples | peak RSS MB "
         "| train reward, last 5 | held-out success, mean [95% CI] (per seed) "
-        "| samples/s vs TRL, median (per-seed range) |"
+        "| vs TRL, per-seed ratios: samples/s; tokens/s; CPU per sample |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for g, by in results.items():
-        ratios = [
-            o["samples"] / o["wall_s"] / (t["samples"] / t["wall_s"])
-            for o, t in zip(by["llmgym"], by["TRL"], strict=True)
-        ]
+        pairs = list(zip(by["llmgym"], by["TRL"], strict=True))  # same (G, seed), same round
+        sps_x = [o["samples"] / o["wall_s"] / (t["samples"] / t["wall_s"]) for o, t in pairs]
+        tps_x = [o["tokens"] / o["wall_s"] / (t["tokens"] / t["wall_s"]) for o, t in pairs]
+        cpu_x = [t["cpu_s"] / t["samples"] / (o["cpu_s"] / o["samples"]) for o, t in pairs]
         for name in ("TRL", "llmgym"):
             rs = by[name]
             sps = [r["samples"] / r["wall_s"] for r in rs]
@@ -362,7 +370,11 @@ def report(results: dict[int, dict[str, list[dict[str, Any]]]], steps: int) -> N
             cpu = [1000 * r["cpu_s"] / r["samples"] for r in rs]
             rss = [r["peak_rss_mb"] for r in rs]
             tail = [statistics.fmean(r["rewards"][-5:]) for r in rs]
-            ratio = "-" if name == "TRL" else _mmm(ratios, ".2f") + "x"
+            ratio = (
+                "-"
+                if name == "TRL"
+                else "; ".join(_mmm(x, ".2f") + "x" for x in (sps_x, tps_x, cpu_x))
+            )
             print(
                 f"| {g} | {name} | {_mmm(sps, '.1f')} | {_mmm(tps, '.0f')} | {_mmm(cpu, '.2f')} "
                 f"| {_mmm(rss, '.0f')} | {_mmm(tail, '.3f')} | {_held(rs)} | {ratio} |"
@@ -423,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
                 order = [run_llmgym, run_trl] if rnd % 2 == 0 else [run_trl, run_llmgym]
                 rnd += 1
                 for target in order:
-                    r = _in_child(target, model, args.steps, g, seed, workdir)
+                    run_dir = f"{workdir}/g{g}-seed{seed}"  # a fresh output_dir per run
+                    r = _in_child(target, model, args.steps, g, seed, run_dir)
                     r.update(group=g, seed=seed)
                     results[g][r["name"]].append(r)
                     print(
@@ -432,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"({r['threads']} torch thread(s))",
                         file=sys.stderr,
                     )
+                    if args.json:  # as it goes, so a cut-short run keeps what it measured
+                        Path(args.json).write_text(json.dumps(results, indent=1))
     fields = trl_args("<tmp>", args.steps, 0, 0)
     for key in ("output_dir", "num_generations", "seed"):
         fields.pop(key)
