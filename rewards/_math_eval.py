@@ -743,22 +743,34 @@ def _mod_fraction(q: Fraction, p: int) -> int:
     return q.numerator * pow(d, -1, p) % p if d != 1 else q.numerator % p
 
 
+_NO_EXACT_VALUE = (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ArithmeticError, ValueError)
+
+
+def _exact_constant(node: Node) -> Any:
+    """The exact value of a constant node; :class:`_NotModular` when it has none."""
+    try:
+        return exact(node)
+    except _NO_EXACT_VALUE:
+        raise _NotModular from None
+
+
+def _exact_integer(node: Node) -> int:
+    """The value of a node that must be a constant integer; :class:`_NotModular` otherwise."""
+    if symbols(node):
+        raise _NotModular
+    k = _exact_constant(node)
+    if not isinstance(k, Fraction) or k.denominator != 1:
+        raise _NotModular
+    return int(k)
+
+
 def _integer_exponent(node: Node, p: int, memo: dict[Node, int]) -> int:
     """An integer exponent reduced modulo ``p - 1`` (Fermat: x^(p-1) = 1 for x != 0, so
     ``x^{2^{60000}}`` costs little); the sign of a zero exponent is kept as 0."""
     if node[0] == "num" and node[1].denominator == 1:
         return int(node[1].numerator) % (p - 1)
-    if node in memo:
-        return memo[node]
-    if symbols(node):
-        raise _NotModular
-    try:
-        k = exact(node)
-    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ArithmeticError, ValueError):
-        raise _NotModular from None
-    if not isinstance(k, Fraction) or k.denominator != 1:
-        raise _NotModular
-    memo[node] = int(k) % (p - 1)
+    if node not in memo:
+        memo[node] = _exact_integer(node) % (p - 1)
     return memo[node]
 
 
@@ -800,18 +812,7 @@ def _mod_value(node: Node, env: dict[str, int], p: int, i_root: int, memo: dict[
         return pow(base, _integer_exponent(exp, p, memo), p)
     if kind in ("fn", "based", "pow") and not symbols(node):
         if node not in memo:
-            try:  # a constant part: \binom{500}{3}, \sqrt{4}, 3!
-                value = exact(node)
-            except (
-                NotExact,
-                TooBig,
-                Undefined,
-                NotScalar,
-                HasSymbols,
-                ArithmeticError,
-                ValueError,
-            ):
-                raise _NotModular from None
+            value = _exact_constant(node)  # a constant part: \binom{500}{3}, \sqrt{4}, 3!
             re, im = _parts(value)
             memo[node] = (_mod_fraction(re, p) + _mod_fraction(im, p) * i_root) % p
         return memo[node]
@@ -819,14 +820,7 @@ def _mod_value(node: Node, env: dict[str, int], p: int, i_root: int, memo: dict[
 
 
 def _exact_sign(node: Node) -> int:
-    if symbols(node):
-        raise _NotModular
-    try:
-        k = exact(node)
-    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ArithmeticError, ValueError):
-        raise _NotModular from None
-    if not isinstance(k, Fraction) or k.denominator != 1:
-        raise _NotModular
+    k = _exact_integer(node)
     return (k > 0) - (k < 0)
 
 
