@@ -769,9 +769,10 @@ def _integer_exponent(node: Node, p: int, memo: dict[Node, int]) -> int:
     ``x^{2^{60000}}`` costs little); the sign of a zero exponent is kept as 0."""
     if node[0] == "num" and node[1].denominator == 1:
         return int(node[1].numerator) % (p - 1)
-    if node not in memo:
-        memo[node] = _exact_integer(node) % (p - 1)
-    return memo[node]
+    key = ("exponent", node)  # apart from the node's value modulo p, which memo also keeps
+    if key not in memo:
+        memo[key] = _exact_integer(node) % (p - 1)
+    return memo[key]
 
 
 def _mod_value(node: Node, env: dict[str, int], p: int, i_root: int, memo: dict[Node, int]) -> int:

@@ -326,3 +326,15 @@ def test_modular_eq_leaves_what_it_cannot_read_to_the_other_tiers() -> None:
     assert ev.modular_eq(parse("x^{-2} x^{3}"), parse("x"), x) is True
     assert ev.modular_eq(parse("2^{100000} \\cdot 2"), parse("2^{100001}"), []) is True
     assert ev.modular_eq(parse("2^{100000} + 1"), parse("2^{100000}"), []) is False
+
+
+def test_a_constant_used_as_an_exponent_and_as_a_value_keeps_both_meanings() -> None:
+    """``35!`` (above the 127-bit prime) both as an exponent (reduced modulo p - 1) and as a term
+    (modulo p): one must not stand in for the other, or equal answers score 0."""
+    f = math.factorial(35)
+    response = rf"\boxed{{{GEOMETRIC_300} + x^{{35!}} + 35!}}"
+    assert math_equal(response, rf"{GEOMETRIC_300} + x^{{35!}} + {f}")
+    assert not math_equal(response, rf"{GEOMETRIC_300} + x^{{35!}} + {f + 1}")
+
+
+GEOMETRIC_300 = " + ".join(f"x^{{{k}}}" for k in range(300, 1, -1)) + " + x + 1"
