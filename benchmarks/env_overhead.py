@@ -16,7 +16,7 @@ import time
 import gymnasium as gym
 
 import llmgym
-from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.declarative import DeclarativeEnv
 from llmgym.spaces import Text
 
 TASKS = [

@@ -4,7 +4,11 @@ One flat list of string entry points, as in Gymnasium: nothing heavy is imported
 env is made. A behaviour change bumps the version suffix.
 """
 
+from llmgym._moved import keep_former_paths
 from llmgym.registry import register
+
+# The declarative env is core machinery now (llmgym.declarative); its former path still imports.
+keep_former_paths(__name__, {"declarative": "llmgym.declarative"})
 
 # --- math (envs/math/) ------------------------------------------------------------------------
 

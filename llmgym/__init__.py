@@ -17,15 +17,9 @@ from importlib import metadata as _metadata
 from llmgym import error
 from llmgym.checks import EnvContractTests, check_env, check_oracles
 from llmgym.core import Episode, LLMEnv, Turn
-from llmgym.registry import (
-    list_envs,
-    list_families,
-    load_plugins,
-    load_spec,
-    make,
-    register,
-    register_task_env,
-)
+from llmgym.declarative import load_spec, register_task_env
+from llmgym.plugins import load_plugins
+from llmgym.registry import list_envs, list_families, make, register
 from llmgym.spaces import Text
 from llmgym.tasks import DatasetSource, Family, ProceduralSource, Subtask, Task, TaskSource
 

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, SupportsFloat
+from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -15,9 +15,7 @@ import numpy as np
 from llmgym import error
 from llmgym.spaces import DEFAULT_MAX_LENGTH, Text
 from llmgym.tasks import Difficulty, Subtask, Task, TaskSource, _draw_difficulty
-
-if TYPE_CHECKING:
-    from llmgym.rewards.base import RewardResult
+from llmgym.verifiers import RewardResult, get_verifier, safe_verify
 
 Message = dict[str, Any]
 Action = str | Mapping[str, Any]
@@ -256,8 +254,6 @@ class LLMEnv(gym.Env[str, str]):
 
     def grade_subtask(self, task: Task, subtask: Subtask, message: Message) -> RewardResult:
         """Score an answer to one subtask with the subtask's named verifier."""
-        from llmgym.rewards import get_verifier, safe_verify
-
         return safe_verify(get_verifier(subtask.verifier), message["content"], subtask.answer)
 
     def oracle_subtask(self, task: Task, subtask: Subtask) -> str:

@@ -1,7 +1,9 @@
-"""Verifiers and reward composition; the verifier name table that declarative envs use.
+"""Verifiers: what each domain's answers are scored by, and the reward types they return.
 
-A verifier is ``verifier(response: str, gold, **options) -> RewardResult``. Names map to
-``"module:function"`` paths imported on first use, so the table costs nothing at import.
+A verifier is ``verifier(response: str, gold, **options) -> RewardResult``. The modules here
+score (``text``, ``math``, ``tools``, ``longdoc``, ``coding``); the name table and the reward
+types live in the core (:mod:`llmgym.verifiers`) and are re-exported here, so
+``from llmgym.rewards import get_verifier`` and ``register_verifier`` work as before.
 
 >>> from llmgym.rewards import get_verifier
 >>> get_verifier("numeric", abs_tol=0.01)("about 3.14", 3.14159).success
@@ -10,149 +12,17 @@ True
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
-import math as _math
-import typing
-from collections.abc import Callable, Mapping
-from typing import Any
-
-from llmgym import error
 from llmgym.registry import import_callable
-from llmgym.rewards.base import RewardResult, Rubric
-
-Verifier = Callable[..., RewardResult]
-
-_TABLE: dict[str, str | Verifier] = {
-    "exact": "llmgym.rewards.text:exact_match",
-    "numeric": "llmgym.rewards.text:numeric_match",
-    "regex": "llmgym.rewards.text:regex_match",
-    "json": "llmgym.rewards.text:json_match",
-    "json_schema": "llmgym.rewards.text:json_schema_match",
-    "math": "llmgym.rewards.math:math_verifier",
-    "longdoc": "llmgym.rewards.longdoc:grade_answer",
-    "math_process": "llmgym.rewards.math_process:process_verifier",
-    "tool_calls": "llmgym.rewards.tools:tool_call_match",
-    "unit_tests": "llmgym.envs.coding.verify:unit_tests_verifier",
-}
-
-
-def register_verifier(name: str, verifier: str | Verifier, *, overwrite: bool = False) -> None:
-    """Add a verifier under ``name``: a callable or a ``"module:function"`` path."""
-    if not isinstance(name, str) or not name or ":" in name:
-        raise error.UnknownVerifier(
-            f"Verifier names are non-empty and have no ':', actual: {name!r}"
-        )
-    if name in _TABLE and not overwrite:
-        raise error.UnknownVerifier(
-            f"A verifier named {name!r} exists; pass overwrite=True to replace it"
-        )
-    if not (callable(verifier) or (isinstance(verifier, str) and ":" in verifier)):
-        raise error.UnknownVerifier(
-            f"Expects a callable or a 'module:function' path, actual: {verifier!r}"
-        )
-    _TABLE[name] = verifier
-
-
-def list_verifiers() -> list[str]:
-    """The names in the verifier table."""
-    return sorted(_TABLE)
-
-
-def _option_kinds(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool] | None:
-    """A verifier's options (every parameter after the response and the gold) with their
-    annotations, and whether it takes any keyword (``**options``); None when unknowable."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: names are still checked
-        hints = {}
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][
-        :2
-    ]  # the response and the gold
-    options = {
-        p.name: hints.get(p.name, p.annotation)
-        for p in params
-        if p not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
-    return options, any(p.kind == p.VAR_KEYWORD for p in params)
-
-
-_SIMPLE = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
-
-
-def check_options(fn: Callable[..., Any], options: Mapping[str, Any], name: str = "") -> None:
-    """Refuse options a verifier does not take (with a did-you-mean) and values of the wrong
-    plain type (a ``bool`` option given ``"no"``); raises :class:`llmgym.error.InvalidSpec`."""
-    kinds = _option_kinds(fn)
-    if kinds is None:
-        return
-    accepted, free = kinds
-    label = f"verifier {name!r}" if name else "the verifier"
-    for key, value in options.items():
-        if key not in accepted:
-            if free:
-                continue
-            close = difflib.get_close_matches(str(key), list(accepted), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise error.InvalidSpec(
-                f"{label} has no option {key!r}{hint} Its options: {sorted(accepted) or 'none'}"
-            )
-        kind = accepted[key]
-        allowed = _SIMPLE.get(kind)
-        if allowed is not None and (
-            not isinstance(value, allowed) or (kind is not bool and isinstance(value, bool))
-        ):
-            raise error.InvalidSpec(
-                f"{label}: option {key!r} expects {kind.__name__}, actual: {value!r}"
-            )
-
-
-def get_verifier(name: str | Verifier, **options: Any) -> Verifier:
-    """The verifier for a table name, a ``"module:function"`` path or a callable, with
-    ``options`` bound as keyword arguments (checked against its signature: an option it does
-    not take, or a plain value of the wrong type, is an :class:`llmgym.error.InvalidSpec`).
-    """
-    if callable(name):
-        fn: Verifier = name
-    elif isinstance(name, str) and name in _TABLE:
-        entry = _TABLE[name]
-        fn = import_callable(entry) if isinstance(entry, str) else entry
-    elif isinstance(name, str) and ":" in name:
-        fn = import_callable(name)
-    else:
-        raise error.UnknownVerifier(
-            f"No verifier named {name!r}; available: {list_verifiers()} or a 'module:function' path"
-        )
-    if options:
-        check_options(fn, options, name if isinstance(name, str) else "")
-        return functools.partial(fn, **options)
-    return fn
-
-
-def safe_verify(verifier: Verifier, response: str, gold: Any) -> RewardResult:
-    """Run a verifier; a user-supplied one that raises or returns junk scores 0 with feedback."""
-    try:
-        result = verifier(response, gold)
-    except Exception as e:  # a verifier bug must not end a training run
-        return RewardResult(0.0, {"correctness": 0.0}, f"verifier error: {type(e).__name__}: {e}")
-    if isinstance(result, RewardResult):
-        return result
-    if isinstance(result, bool):
-        return RewardResult.of(result)
-    try:
-        score = float(result)
-    except (TypeError, ValueError, OverflowError):
-        score = _math.nan
-    if not _math.isfinite(score):
-        return RewardResult(0.0, {"correctness": 0.0}, f"verifier returned {result!r:.80}")
-    return RewardResult(score, {"correctness": score}, "", score >= 1.0)
-
+from llmgym.verifiers import (
+    RewardResult,
+    Rubric,
+    Verifier,
+    check_options,
+    get_verifier,
+    list_verifiers,
+    register_verifier,
+    safe_verify,
+)
 
 __all__ = [
     "RewardResult",

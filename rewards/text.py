@@ -1,4 +1,4 @@
-"""Text verifiers: exact, numeric, regex, JSON and JSON Schema, plus answer extraction.
+"""Text verifiers: exact, numeric, regex, JSON and JSON Schema.
 
 Each verifier is ``verifier(response, gold, **options) -> RewardResult``: pure, never raises
 on model output, never evaluates it.
@@ -14,10 +14,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
+from llmgym.answers import MAX_REGEX_INPUT, extract, wrap_for
 from llmgym.rewards.base import RewardResult
-
-MAX_REGEX_INPUT = 100_000
-"""Regex verifiers refuse longer responses: a trusted pattern can still backtrack on huge input."""
 
 _WS = re.compile(r"\s+")
 _PUNCT = re.compile(r"[^\w\s]")
@@ -214,58 +212,15 @@ def json_schema_match(response: str, gold: dict[str, Any]) -> RewardResult:
     return RewardResult.of(True, "valid")
 
 
-# --- extraction ----------------------------------------------------------------------------
-
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
-
-
-def extract(response: str, how: str | None) -> str | None:
-    """The part of a response a verifier grades.
-
-    ``how``: None (the whole response), ``"answer_tag"`` (last ``<answer>...</answer>``),
-    ``"answer_line"`` (last "Answer: ..." line), ``"last_line"``, ``"boxed"`` (last
-    ``\\boxed{}``), or ``"regex:<pattern>"`` (group 1 of the last match, else the match).
-    None when nothing is found.
-
-    >>> extract("thinking... <answer> 42 </answer>", "answer_tag")
-    '42'
-    >>> extract("so\\nFinal answer: Paris", "answer_line")
-    'Paris'
-    """
-    if how is None:
-        return response
-    if how == "answer_tag":
-        found = _ANSWER_TAG.findall(response)
-        return found[-1].strip() if found else None
-    if how == "answer_line":
-        lines = _ANSWER_LINE.findall(response)
-        return lines[-1].strip() if lines else None
-    if how == "last_line":
-        lines = [ln for ln in response.splitlines() if ln.strip()]
-        return lines[-1].strip() if lines else None
-    if how == "boxed":
-        from llmgym.rewards.math import extract_answer
-
-        return extract_answer(response)
-    if how.startswith("regex:"):
-        matches = list(re.finditer(how[len("regex:") :], response[:MAX_REGEX_INPUT]))
-        if not matches:
-            return None
-        last = matches[-1]
-        return (last.group(1) if last.groups() else last.group()).strip()
-    raise ValueError(
-        f"Unknown extraction {how!r}; expected None, 'answer_tag', 'answer_line', 'last_line', "
-        "'boxed' or 'regex:<pattern>'"
-    )
-
-
-def wrap_for(how: str | None, answer: str) -> str:
-    """A response that ``extract(response, how)`` turns back into ``answer`` (for oracles)."""
-    if how == "answer_tag":
-        return f"<answer>{answer}</answer>"
-    if how == "answer_line":
-        return f"Answer: {answer}"
-    if how == "boxed":
-        return f"\\boxed{{{answer}}}"
-    return answer
+__all__ = [
+    "MAX_REGEX_INPUT",
+    "exact_match",
+    "extract",
+    "json_match",
+    "json_schema_match",
+    "normalize_text",
+    "numeric_match",
+    "parse_number",
+    "regex_match",
+    "wrap_for",
+]

@@ -8,7 +8,7 @@ import pytest
 
 import llmgym
 from llmgym.checks import ContractViolation
-from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.declarative import DeclarativeEnv
 from llmgym.rewards import RewardResult
 
 CAPITALS = [

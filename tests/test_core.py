@@ -11,7 +11,7 @@ import pytest
 import llmgym
 from llmgym import error
 from llmgym.core import Episode, LLMEnv, Turn, to_assistant_message
-from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.declarative import DeclarativeEnv
 from llmgym.rewards import RewardResult
 from llmgym.tasks import Family, ProceduralSource, Subtask, Task, draft
 

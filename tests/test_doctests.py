@@ -38,7 +38,9 @@ def test_every_package_is_walked():
     assert {
         "llmgym.core",
         "llmgym.rewards.text",
-        "llmgym.envs.declarative",
+        "llmgym.declarative",
+        "llmgym.verifiers",
+        "llmgym.answers",
         "llmgym.agents.policies",
     } <= set(MODULES)
 

@@ -159,7 +159,7 @@ def test_plugins_from_installed_distributions(tmp_path):
         "acme/Tickets-v0 = acme_envs:TicketsEnv\nacme-extra = acme_envs:register_more",
         textwrap.dedent("""
             import llmgym
-            from llmgym.envs.declarative import DeclarativeEnv
+            from llmgym.declarative import DeclarativeEnv
 
             class TicketsEnv(DeclarativeEnv):
                 def __init__(self, **kwargs):

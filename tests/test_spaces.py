@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llmgym
-from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.declarative import DeclarativeEnv
 from llmgym.spaces import Text
 
 UNICODE_TASKS = [

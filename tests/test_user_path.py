@@ -19,7 +19,7 @@ import pytest
 
 import llmgym
 from llmgym import error
-from llmgym.envs.declarative import DeclarativeEnv
+from llmgym.declarative import DeclarativeEnv
 from llmgym.rewards import RewardResult, get_verifier
 
 TASKS = [

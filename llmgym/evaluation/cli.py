@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _load_specs(paths: list[str] | None) -> None:
-    from llmgym.registry import load_spec
+    from llmgym.declarative import load_spec
 
     for p in paths or []:
         load_spec(p, overwrite=True)

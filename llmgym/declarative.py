@@ -1,18 +1,25 @@
-"""DeclarativeEnv: an environment from tasks, a named verifier and a prompt template, no class needed."""
+"""DeclarativeEnv: an environment from tasks, a named verifier and a prompt template, no class
+needed; ``register_task_env`` and ``load_spec`` (YAML/TOML spec files) register one."""
 
 from __future__ import annotations
 
 import difflib
 import string
+import sys
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import gymnasium as gym
+from gymnasium.envs.registration import parse_env_id
 
 from llmgym import error
+from llmgym.answers import extract, wrap_for
 from llmgym.core import Episode, LLMEnv, Message, Turn
-from llmgym.rewards import RewardResult, Verifier, get_verifier, safe_verify
-from llmgym.rewards.text import extract, wrap_for
+from llmgym.registry import register
 from llmgym.tasks import DatasetSource, Task, TaskSource
+from llmgym.verifiers import RewardResult, Verifier, get_verifier, safe_verify
 
 TaskInput = str | Path | TaskSource | Iterable[Task | Mapping[str, Any]]
 
@@ -123,7 +130,8 @@ class DeclarativeEnv(LLMEnv):
                 )
             self.verifier, top = _rubric(verifier)
         else:
-            self.verifier, top = get_verifier(verifier, **dict(verifier_options or {})), 1.0
+            one = cast("str | Verifier", verifier)  # anything else: get_verifier says what it takes
+            self.verifier, top = get_verifier(one, **dict(verifier_options or {})), 1.0
         if reward_range is None:
             reward_range = (0.0, top)
         self.reward_range = (float(reward_range[0]), float(reward_range[1]))
@@ -256,3 +264,160 @@ def _check_extract(how: str | None) -> None:
         raise error.InvalidSpec(str(e)) from None
     except ImportError:
         pass
+
+
+# --- declarative envs ------------------------------------------------------------------------
+
+_SPEC_KEYS = {
+    "id",
+    "tasks",
+    "verifier",
+    "verifier_options",
+    "extract",
+    "prompt_template",
+    "system_prompt",
+    "domain",
+    "reward_range",
+    "max_turns",
+    "description",
+    "answer_required",
+}
+
+
+def register_task_env(
+    id: str,
+    tasks: Any,
+    verifier: Any = "exact",
+    *,
+    verifier_options: Mapping[str, Any] | None = None,
+    extract: str | None = None,
+    prompt_template: str | None = None,
+    system_prompt: str | None = None,
+    domain: str = "custom",
+    reward_range: tuple[float, float] | None = None,
+    max_turns: int = 1,
+    description: str = "",
+    answer_required: bool = True,
+    overwrite: bool = False,
+) -> str:
+    """Register an env from tasks (JSONL path or list), a verifier and a prompt template.
+
+    Everything is checked now (the tasks load and each has an answer, the verifier exists
+    and takes the options given, the template fills), so a bad spec fails at registration,
+    not in the middle of training. ``verifier`` may be a list of weighted verifiers
+    (``[{"verifier": "exact", "weight": 0.8}, ...]``); ``max_turns`` > 1 gives a wrong answer
+    the verifier's feedback and another try.
+    """
+    if not isinstance(id, str):
+        raise error.InvalidSpec(f"Expects the env id as a str, actual type: {type(id).__name__}")
+    try:
+        parse_env_id(id)
+    except gym.error.Error as e:
+        raise error.InvalidSpec(f"Bad env id {id!r}: {e}. Use 'namespace/Name-v0'.") from None
+    if id in gym.registry and not overwrite:
+        raise error.InvalidSpec(f"{id!r} is already registered; pass overwrite=True to replace it")
+    if isinstance(tasks, (str, Path)):
+        tasks = str(Path(tasks).resolve())
+    if reward_range is not None:
+        try:
+            lo, hi = (float(x) for x in reward_range)
+        except (TypeError, ValueError):
+            raise error.InvalidSpec(
+                f"reward_range must be two numbers, actual: {reward_range!r}"
+            ) from None
+        reward_range = (lo, hi)
+    kwargs: dict[str, Any] = {
+        "tasks": tasks,
+        "verifier": verifier,
+        "verifier_options": dict(verifier_options or {}),
+        "extract": extract,
+        "prompt_template": prompt_template,
+        "system_prompt": system_prompt,
+        "domain": domain,
+        "reward_range": reward_range,
+        "max_turns": max_turns,
+        "answer_required": answer_required,
+    }
+    env = DeclarativeEnv(**kwargs)  # validates tasks, verifier, extraction
+    if prompt_template is not None:
+        for task in env.source.iter_tasks(1):
+            render_template(prompt_template, task)
+    if id in gym.registry:
+        del gym.registry[id]
+    register(id, "llmgym.declarative:DeclarativeEnv", kwargs=kwargs)
+    gym.registry[id].description = description  # type: ignore[attr-defined]
+    return id
+
+
+def _import_beside(folder: Path, verifier: Any) -> None:
+    """Make a ``"module:function"`` verifier whose module sits beside the spec file importable
+    (its folder joins ``sys.path``), so a spec and its Python verifier travel together."""
+    targets = verifier if isinstance(verifier, list) else [verifier]
+    for target in targets:
+        if isinstance(target, Mapping):
+            target = target.get("verifier")
+        if not isinstance(target, str) or ":" not in target:
+            continue
+        root = target.partition(":")[0].split(".")[0]
+        if (folder / f"{root}.py").is_file() or (folder / root / "__init__.py").is_file():
+            where = str(folder.resolve())
+            if where not in sys.path:
+                sys.path.insert(0, where)
+
+
+def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
+    """Register the env(s) of a YAML or TOML spec file; returns their ids.
+
+    The file holds one env (``id``, ``tasks``, ``verifier`` ...) or ``envs: [...]``. A
+    relative ``tasks`` path is taken from the spec file's folder, and a ``"module:function"``
+    verifier whose module file sits in that folder is imported from there (no PYTHONPATH).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error.InvalidSpec(f"No such spec file: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        elif path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            raise error.InvalidSpec(f"Expects a .yaml, .yml or .toml spec, actual: {path.name}")
+    except error.InvalidSpec:
+        raise
+    except Exception as e:
+        raise error.InvalidSpec(f"{path}: cannot parse: {e}") from None
+    if not isinstance(data, Mapping):
+        raise error.InvalidSpec(f"{path}: expects a mapping at the top level")
+    specs = data.get("envs", [data]) if "envs" in data else [data]
+    if not isinstance(specs, list) or not specs:
+        raise error.InvalidSpec(f"{path}: 'envs' must be a non-empty list")
+    ids = []
+    for i, spec in enumerate(specs):
+        where = f"{path} (env {i})"
+        if not isinstance(spec, Mapping):
+            raise error.InvalidSpec(f"{where}: each env is a mapping")
+        unknown = sorted(set(map(str, spec)) - _SPEC_KEYS)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(_SPEC_KEYS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise error.InvalidSpec(
+                f"{where}: unknown key(s) {unknown}{hint}; expected {sorted(_SPEC_KEYS)}"
+            )
+        for key in ("id", "tasks"):
+            if key not in spec:
+                raise error.InvalidSpec(f"{where}: missing {key!r}")
+        spec = dict(spec)
+        tasks = spec.pop("tasks")
+        if isinstance(tasks, str):
+            tasks = path.parent / tasks
+        _import_beside(path.parent, spec.get("verifier"))
+        try:
+            ids.append(register_task_env(spec.pop("id"), tasks, overwrite=overwrite, **spec))
+        except error.Error as e:
+            raise type(e)(f"{where}: {e}") from None
+        except TypeError as e:
+            raise error.InvalidSpec(f"{where}: {e}") from None
+    return ids
