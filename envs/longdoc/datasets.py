@@ -19,7 +19,7 @@ from typing import Any
 
 from llmgym import error
 from llmgym.envs.longdoc.reading import chunk_bounds, with_chunks
-from llmgym.envs.longdoc.tokens import CHARS_PER_TOKEN
+from llmgym.envs.longdoc.writers.tokens import CHARS_PER_TOKEN
 from llmgym.tasks import DatasetSource, Task, TaskSource, read_jsonl
 
 FORMATS = ("longbench", "hotpotqa")

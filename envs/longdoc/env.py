@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,10 @@ from typing import Any
 from llmgym import error
 from llmgym.core import Action, Episode, LLMEnv, Message, Turn
 from llmgym.envs.longdoc.datasets import load_dataset
-from llmgym.envs.longdoc.families import DEPTH_GRID, FAMILIES, Ctx
+from llmgym.envs.longdoc.families import FAMILIES
+from llmgym.envs.longdoc.families.common import DEPTH_GRID, Ctx, LongDocFamily
 from llmgym.envs.longdoc.reading import DocumentIndex, notes_of, with_chunks
-from llmgym.envs.longdoc.tokens import TokenCounter
+from llmgym.envs.longdoc.writers.tokens import TokenCounter
 from llmgym.rewards import RewardResult
 from llmgym.rewards.longdoc import grade_answer, notes_recall
 from llmgym.tasks import (
@@ -60,15 +61,16 @@ class LongDocSource(ProceduralSource):
 
     def __init__(self, counter: TokenCounter, lengths: tuple[int, int], chunk_chars: int | None):
         self.counter, self.lengths, self.chunk_chars = counter, lengths, chunk_chars
+        self._catalogue = {f.name: f for f in FAMILIES}
         super().__init__(
             [
                 Family(
-                    name,
-                    self._generator(fn),
-                    description=desc,
+                    f.name,
+                    self._generator(f),
+                    description=f.description,
                     has_subtasks=chunk_chars is not None,
                 )
-                for name, (fn, desc) in FAMILIES.items()
+                for f in FAMILIES
             ],
             domain="longdoc",
         )
@@ -77,10 +79,11 @@ class LongDocSource(ProceduralSource):
         lo, hi = self.lengths
         return round(lo * (hi / lo) ** difficulty)
 
-    def _generator(self, fn: Any) -> Any:
+    def _generator(self, family: LongDocFamily) -> Callable[[random.Random, float], Task]:
         def generate(rng: random.Random, difficulty: float) -> Task:
             depth = DEPTH_GRID[int(rng.random() * len(DEPTH_GRID))]
-            return fn(Ctx(rng, difficulty, depth, self.tokens_for(difficulty), self.counter))
+            ctx = Ctx(rng, difficulty, depth, self.tokens_for(difficulty), self.counter)
+            return family.generate(ctx)
 
         return generate
 
@@ -95,7 +98,7 @@ class LongDocSource(ProceduralSource):
             self.tokens_for(float(level)),
             self.counter,
         )
-        task = FAMILIES[family][0](ctx)
+        task = self._catalogue[family].generate(ctx)
         task = replace(
             task,
             id=f"{family}:{level}:{index}",

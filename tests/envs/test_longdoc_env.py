@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,13 @@ import llmgym
 from llmgym import error
 from llmgym.envs.longdoc import LongDocEnv
 from llmgym.envs.longdoc.datasets import load_dataset
-from llmgym.envs.longdoc.families import DEPTH_GRID, FAMILIES
+from llmgym.envs.longdoc.families import FAMILIES
+from llmgym.envs.longdoc.families.common import DEPTH_GRID
 from llmgym.envs.longdoc.reading import chunk_bounds
 from llmgym.rewards.longdoc import grade_answer
 
 DATA = Path(__file__).parent.parent / "data" / "longdoc"
-FAMILY_NAMES = sorted(FAMILIES)
+FAMILY_NAMES = sorted(f.name for f in FAMILIES)
 
 
 def _env(**kwargs: Any) -> LongDocEnv:
@@ -42,18 +45,17 @@ def _distractor_answers(spec: dict[str, Any]) -> list[str]:
 def test_registered_and_has_twenty_families() -> None:
     assert "llm/LongDoc-v0" in llmgym.list_envs()
     families = llmgym.list_families("llm/LongDoc-v0")
-    assert len(families) >= 20 and set(families) == set(FAMILIES)
+    assert len(families) >= 20 and set(families) == set(FAMILY_NAMES)
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
-def test_oracle_full_marks_and_distractors_get_nothing(family: str) -> None:
+def test_planted_distractors_get_nothing(family: str) -> None:
+    """Every family plants look-alikes, and each scores 0 even with the oracle's citations (that
+    the oracle itself scores full marks is ``tests/test_gold.py``'s job)."""
     env = _env()
     for difficulty in (0.0, 0.5, 1.0):
         for index in (0, 5):
             task = env.source.build(family, difficulty, index)  # type: ignore[attr-defined]
-            sids = {s[0] for s in task.metadata["sections"]}
-            oracle = grade_answer(task.metadata["oracle"], task.answer, section_ids=sids)
-            assert oracle.score == 1.0 and oracle.success, (task.id, oracle.feedback)
             support = task.answer.get("support") or []
             cite = ", ".join(dict.fromkeys(f["section"] for f in support))
             wrongs = _distractor_answers(task.answer)
@@ -395,3 +397,28 @@ def test_bad_arguments_raise_clear_errors() -> None:
     ):
         with pytest.raises(error.Error):
             LongDocEnv(**kwargs)
+
+
+def test_former_module_paths_still_import() -> None:
+    """The writers moved into ``writers/`` (two renamed for what they write); the old paths stay."""
+    moved = {
+        "cast": "writers.cast",
+        "codefile": "writers.code_file",
+        "contract": "writers.contract",
+        "document": "writers.document",
+        "incidents": "writers.incident_log",
+        "manual": "writers.manual",
+        "minutes": "writers.minutes",
+        "policy": "writers.corporate_policy",
+        "report": "writers.annual_report",
+        "tokens": "writers.tokens",
+        "vocab": "writers.vocab",
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for old, new in moved.items():
+            former = importlib.import_module(f"llmgym.envs.longdoc.{old}")
+            assert former is importlib.import_module(f"llmgym.envs.longdoc.{new}"), old
+        from llmgym.envs.longdoc.report import AnnualReport
+        from llmgym.envs.longdoc.writers.annual_report import AnnualReport as Moved
+    assert AnnualReport is Moved

@@ -2,7 +2,7 @@
 
 An RL policy that reads a long document learns whatever pays. Each test below plays one class
 of attack against every family (``llmgym.list_families("llm/LongDoc-v0")``) on small documents,
-judged against the oracle's own reward (1.0 in every family):
+judged against the oracle's own reward (1.0 in every family, as ``tests/test_gold.py`` checks):
 
 - hedges: the gold joined with another candidate ("X or Y", "either X or Y", "X/Y", "X (or Y)"),
   qualified ("possibly X", "X?"), or given twice in two answer tags, score 0;
@@ -19,7 +19,6 @@ judged against the oracle's own reward (1.0 in every family):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -28,8 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmgym
-from llmgym.envs.longdoc import LongDocEnv, vocab
-from llmgym.envs.longdoc.families import MILESTONES
+from llmgym.envs.longdoc import LongDocEnv
+from llmgym.envs.longdoc.families.aggregation import MILESTONES
+from llmgym.envs.longdoc.writers import vocab
 from llmgym.rewards.longdoc import normalize_answer
 from llmgym.tasks import Task
 
@@ -50,13 +50,6 @@ def _env() -> LongDocEnv:
 @cache
 def _task(family: str, difficulty: float, index: int) -> Task:
     return _env().source.build(family, difficulty, index)  # type: ignore[attr-defined,no-any-return]
-
-
-def _tasks() -> Iterator[Task]:
-    for family in FAMILIES:
-        for difficulty in DIFFICULTIES:
-            for index in INDICES:
-                yield _task(family, difficulty, index)
 
 
 def _score(task: Task, response: str) -> float:
@@ -203,12 +196,6 @@ def _hedged(task: Task, form: str) -> str:
     gold = next(g for g in _gold_items(task) if g in answer)
     hedge = form.format(g=gold, d=_other_candidate(task))
     return f"<answer>{answer.replace(gold, hedge, 1)}</answer> {cite}"
-
-
-def test_every_family_is_covered_and_the_oracle_scores_full_marks() -> None:
-    assert len(FAMILIES) >= 20
-    for task in _tasks():
-        assert _score(task, task.metadata["oracle"]) == 1.0, task.id
 
 
 # --- hedges ----------------------------------------------------------------------------------------

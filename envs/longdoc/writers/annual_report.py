@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llmgym.envs.longdoc.cast import money, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
-from llmgym.envs.longdoc.vocab import (
+from llmgym.envs.longdoc.writers.cast import money, people
+from llmgym.envs.longdoc.writers.document import Budget, Phrases, Section, Writer, chooser, picker
+from llmgym.envs.longdoc.writers.vocab import (
     CITIES,
     COMMITTEES,
     COMPANY_FORMS,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from llmgym.envs.longdoc.tokens import TokenCounter
+from llmgym.envs.longdoc.writers.tokens import TokenCounter
 
 Slots = Mapping[str, Callable[[], str]]
 

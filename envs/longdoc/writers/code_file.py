@@ -9,8 +9,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llmgym.envs.longdoc.document import Budget, Section, Writer, picker
-from llmgym.envs.longdoc.vocab import CODE_NOUNS, CODE_PARAMS, CODE_VERBS, COMPANY_STEMS, TEAMS
+from llmgym.envs.longdoc.writers.document import Budget, Section, Writer, picker
+from llmgym.envs.longdoc.writers.vocab import (
+    CODE_NOUNS,
+    CODE_PARAMS,
+    CODE_VERBS,
+    COMPANY_STEMS,
+    TEAMS,
+)
 
 SUFFIXES = (
     "",

@@ -1,7 +1,10 @@
 """Vocabularies the document writers draw from: names, places, industries and domain terms.
 
-Plain tuples, indexed by the writers with their own ``random.Random``; nothing here is random.
-Every list is long enough that a 128k-token document rarely repeats a filled sentence.
+A data table, not code: plain tuples (and one dict of industries) indexed by the writers with
+their own ``random.Random``; nothing here is random and nothing here runs. It runs past 800
+lines because every list is long enough that a 128k-token document rarely repeats a filled
+sentence, and it stays one table because the writers share many of its lists (cities, roles,
+currencies, company names).
 """
 
 from __future__ import annotations

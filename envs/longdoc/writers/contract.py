@@ -6,9 +6,9 @@ import datetime as dt
 import random
 from typing import Any
 
-from llmgym.envs.longdoc.cast import long_date, money, people
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
-from llmgym.envs.longdoc.vocab import (
+from llmgym.envs.longdoc.writers.cast import long_date, money, people
+from llmgym.envs.longdoc.writers.document import Budget, Phrases, Section, Writer, chooser, picker
+from llmgym.envs.longdoc.writers.vocab import (
     CITIES,
     COMPANY_FORMS,
     COMPANY_STEMS,

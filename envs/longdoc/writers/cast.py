@@ -6,7 +6,7 @@ import datetime as dt
 import random
 import string
 
-from llmgym.envs.longdoc.vocab import FIRST_NAMES, MONTHS, SURNAMES
+from llmgym.envs.longdoc.writers.vocab import FIRST_NAMES, MONTHS, SURNAMES
 
 
 def people(rng: random.Random, n: int) -> list[str]:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llmgym.envs.longdoc.document import Budget, Phrases, Section, Writer, chooser, picker
-from llmgym.envs.longdoc.vocab import COMPONENTS, ERROR_CONDITIONS, PRODUCT_LINES, TOOLS_LIST
+from llmgym.envs.longdoc.writers.document import Budget, Phrases, Section, Writer, chooser, picker
+from llmgym.envs.longdoc.writers.vocab import (
+    COMPONENTS,
+    ERROR_CONDITIONS,
+    PRODUCT_LINES,
+    TOOLS_LIST,
+)
 
 NOTE = Phrases(
     "Before working on the {component}, isolate the unit and lock off the supply at the {component2}.",
