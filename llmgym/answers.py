@@ -23,8 +23,10 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
+ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+"""An ``<answer>...</answer>`` tag; group 1 is its text."""
+ANSWER_LINE = re.compile(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
+"""An "Answer: ..." (or "Final answer: ...") line; group 1 is the answer."""
 
 
 def extract(response: str, how: str | None) -> str | None:
@@ -43,10 +45,10 @@ def extract(response: str, how: str | None) -> str | None:
     if how is None:
         return response
     if how == "answer_tag":
-        found = _ANSWER_TAG.findall(response)
+        found = ANSWER_TAG.findall(response)
         return found[-1].strip() if found else None
     if how == "answer_line":
-        lines = _ANSWER_LINE.findall(response)
+        lines = ANSWER_LINE.findall(response)
         return lines[-1].strip() if lines else None
     if how == "last_line":
         lines = [ln for ln in response.splitlines() if ln.strip()]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 
+from llmgym.answers import ANSWER_LINE, ANSWER_TAG
 from llmgym.rewards.longdoc.matching import normalize_answer
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
 _CITE_TAG = re.compile(r"<cite>(.*?)</cite>", re.DOTALL | re.IGNORECASE)
 _SECTION_ID = re.compile(r"\b[Ss](\d{1,6})\b")
 _QUOTE = re.compile(r"\"([^\"]{4,})\"|\u201c([^\u201d]{4,})\u201d")
@@ -27,7 +26,7 @@ def given_answers(response: str) -> list[str]:
     >>> given_answers("Answer: Oslo\\nFinal answer: Lyon")
     ['oslo', 'lyon']
     """
-    found = _ANSWER_TAG.findall(response) or _ANSWER_LINE.findall(response)
+    found = ANSWER_TAG.findall(response) or ANSWER_LINE.findall(response)
     return list(dict.fromkeys(normalize_answer(_CITE_TAG.sub("", str(a))) for a in found))
 
 
@@ -40,10 +39,10 @@ def extract_answer(response: str) -> str:
     >>> extract_answer("Answer: Oslo")
     'Oslo'
     """
-    tags = _ANSWER_TAG.findall(response)
+    tags = ANSWER_TAG.findall(response)
     if tags:
         return str(tags[-1]).strip()
-    lines = _ANSWER_LINE.findall(response)
+    lines = ANSWER_LINE.findall(response)
     if lines:
         return _CITE_TAG.sub("", str(lines[-1])).strip()
     return _CITE_TAG.sub("", response).strip()
