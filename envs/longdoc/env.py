@@ -28,6 +28,8 @@ from llmgym.tasks import (
     TaskSource,
     stable_seed,
 )
+from llmgym.toolcalls import parse_tool_calls
+from llmgym.toolspecs import function_spec
 
 MODES = ("full", "tools")
 TOC_SECTIONS = 80
@@ -286,8 +288,6 @@ class LongDocEnv(LLMEnv):
     def tools(self, task: Task) -> list[dict[str, Any]]:
         if self.mode != "tools":
             return []
-        from llmgym.rewards.tools import function_spec
-
         return [function_spec(search), function_spec(read)]
 
     def secrets(self, task: Task) -> list[str]:
@@ -361,8 +361,6 @@ class LongDocEnv(LLMEnv):
     def respond(self, episode: Episode, message: Message) -> Turn:
         if self.mode != "tools":
             return Turn.graded(self.grade(episode.task, message))
-        from llmgym.rewards.tools import parse_tool_calls
-
         calls = parse_tool_calls(message, "auto")
         if not calls:
             return Turn.graded(self.grade(episode.task, message))
