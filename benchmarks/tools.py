@@ -5,11 +5,11 @@ Measured side by side in one run, each as a ratio (the baseline is the peer as i
 
 - AST check: ``match_calls`` (the env's grading: Java/JavaScript code strings read as BFCL reads
   them, then ``ast_match``) against BFCL's ``ast_checker`` (bfcl-eval 2026.3.23), on the same
-  gold and perturbed calls of every AST category (``llmgym.envs.tools.bfcl_conformance``):
+  gold and perturbed calls of every AST category (``llmgym.envs.tools.bfcl.conformance``):
   agreement, and calls/s of each. Beside the peer only, the baseline this project wrote before:
   jsonschema validation + dict equality on the same calls (it knows no optional parameters,
   alternatives, string standardisation or call order: a speed baseline, not an equal).
-- Multi-turn check: llmgym's checker (``bfcl_multi.Session``) and whole env episodes against
+- Multi-turn check: llmgym's checker (``bfcl.multi_turn.Session``) and whole env episodes against
   BFCL's ``multi_turn_checker``, on the same ground-truth and perturbed trajectories, both
   running BFCL's own backends: agreement, and trajectories/s of each.
 - ToolCalling-v0: episodes with the seeded-database image cache against the same episodes with
@@ -32,7 +32,8 @@ import gymnasium as gym
 import jsonschema
 
 import llmgym  # noqa: F401  (registers the envs)
-from llmgym.envs.tools import ToolCallingEnv, bfcl_peer, scenario
+from llmgym.envs.tools import ToolCallingEnv, scenario
+from llmgym.envs.tools.bfcl import peer as bfcl_peer
 from llmgym.rewards.tools import ast_match_result
 
 
@@ -86,8 +87,7 @@ def timed(runs: Sequence[Callable[[], Any]], repeats: int) -> list[float]:
 
 
 def bfcl_rows(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
-    from llmgym.envs.tools import bfcl_conformance as conformance
-    from llmgym.envs.tools.bfcl import CATEGORIES, kind_of, load_bfcl
+    from llmgym.envs.tools.bfcl import CATEGORIES, conformance, kind_of, load_bfcl
 
     rows = []
     ast_cases = [

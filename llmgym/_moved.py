@@ -24,6 +24,7 @@ _FORMER: dict[str, str] = {}
 class _Loader(importlib.abc.Loader):
     def __init__(self, new: str) -> None:
         self.new = new
+        self.spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warnings.warn(
@@ -31,10 +32,14 @@ class _Loader(importlib.abc.Loader):
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """The module ran when it was imported under its new name."""
+        # The module ran when it was imported under its new name; the import system has just
+        # stamped the alias's spec on it: give it back its own (reload, pickling by name).
+        module.__spec__ = self.spec
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -1,4 +1,10 @@
-"""ToolCallingEnv: multi-turn tool use against real SQLite back ends, graded on the final state."""
+"""ToolCallingEnv: multi-turn tool use against real SQLite back ends, graded on the final state
+and on the facts of the final answer.
+
+The tasks come from :mod:`llmgym.envs.tools.families`; what a back end and a task plan are made of
+is :mod:`llmgym.envs.tools.scenario`. Single-shot, BFCL-style function calling is the other env of
+the wing, :mod:`llmgym.envs.tools.function_calling`.
+"""
 
 from __future__ import annotations
 
@@ -12,28 +18,24 @@ from typing import Any, ClassVar
 from llmgym import error
 from llmgym.core import Action, Episode, LLMEnv, Message, Turn
 from llmgym.envs.tools import scenario
+from llmgym.envs.tools.families import FAMILIES
 from llmgym.rewards import RewardResult
-from llmgym.rewards.tools import (
-    FORMATS,
-    ToolCall,
-    format_tool_calls,
-    parse_tool_calls,
-    validate_arguments,
-)
 from llmgym.tasks import DatasetSource, ProceduralSource, Task, TaskSource
+from llmgym.toolcalls import FORMATS, ToolCall, format_tool_calls, parse_tool_calls
+from llmgym.toolspecs import validate_arguments
 
 MAX_ANSWER_CHARS = 4000
 """A longer final answer earns no fact credit (listing every candidate is guessing)."""
 MAX_RESULT_CHARS = 8000
 """A tool result is cut to this many characters in the observation."""
 UNSAFE_REWARD = -0.5
+"""The whole reward of an episode that broke a stated policy."""
 MAX_SEEN_VALUES = 4096
 """Distinct values remembered from an episode's tool results (to grade the answer's precision)."""
 MIN_PRECISION = 0.5
 """The share of an answer's values that must be asked-for facts for it to count as correct."""
-"""The whole reward of an episode that broke a stated policy."""
 
-_FORMAT_HELP = {
+FORMAT_HELP = {
     "hermes": (
         'To call a tool, write <tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>. '
         "You may put several <tool_call> blocks in one message; they run in order. "
@@ -53,6 +55,16 @@ _FORMAT_HELP = {
         "several calls in one message run in order."
     ),
 }
+"""How to call a tool in each call format, told in the system prompt (of both tool envs)."""
+
+
+def render_result(call_format: str, name: str, content: str) -> str:
+    """A tool result as the observation shows it: a ``<tool_response>`` block in the hermes
+    format, ``[name] content`` in the others."""
+    if call_format == "hermes":
+        body = json.dumps({"name": name, "content": content}, ensure_ascii=False)
+        return f"<tool_response>\n{body}\n</tool_response>"
+    return f"[{name}] {content}"
 
 
 def system_prompt_for(call_format: str) -> str:
@@ -60,7 +72,7 @@ def system_prompt_for(call_format: str) -> str:
         "You are an operations assistant with access to company systems through tools. "
         "Use the tools to look things up and to make changes; never guess identifiers or values. "
         "Follow every policy stated in the task. "
-        + _FORMAT_HELP[call_format]
+        + FORMAT_HELP[call_format]
         + " When the task is complete, reply with a short final answer and no tool call; "
         "it must state the information the task asks for. A message without tool calls ends the episode."
     )
@@ -368,7 +380,7 @@ class ToolCallingEnv(LLMEnv):
             tool_messages.append(
                 {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
             )
-            blocks.append(self._render_result(name, content))
+            blocks.append(render_result(self.call_format, name, content))
         observation = "\n".join(blocks)
         if episode.turn >= episode.max_turns:
             unsafe = bool(extra["violations"])
@@ -417,12 +429,6 @@ class ToolCallingEnv(LLMEnv):
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + " ...[truncated]"
         return text
-
-    def _render_result(self, name: str, content: str) -> str:
-        if self.call_format == "hermes":
-            body = json.dumps({"name": name, "content": content}, ensure_ascii=False)
-            return f"<tool_response>\n{body}\n</tool_response>"
-        return f"[{name}] {content}"
 
     # --- grading ----------------------------------------------------------------------------------------
 
@@ -542,13 +548,11 @@ class ToolCallingEnv(LLMEnv):
 
 
 def _source(tasks: Any) -> TaskSource:
-    from llmgym.envs.tools.families import FAMILIES
-
     if tasks is None:
         return ProceduralSource(FAMILIES, domain="tools")
     if isinstance(tasks, TaskSource):
         return tasks
-    from llmgym.envs.declarative import load_tasks
+    from llmgym.declarative import load_tasks
 
     source = load_tasks(tasks, domain="tools")
     if isinstance(source, DatasetSource):

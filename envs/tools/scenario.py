@@ -2,12 +2,16 @@
 a task by replaying its gold calls on a seeded database.
 
 A :class:`Module` is a slice of an enterprise back end: a schema, a seeding function, plain
-Python tools (``fn(db, **arguments)``, described by :func:`llmgym.rewards.tools.function_spec`),
+Python tools (``fn(db, **arguments)``, described by :func:`llmgym.toolspecs.function_spec`),
 the queries that define its state, and its policy rules. A family generator gets a
 :class:`Planner`: it reads the seeded database to pick entities, calls tools exactly as the
 model should (each call runs, so later calls can use earlier results), and states the facts
 that the final answer must contain. The planner's database after the last gold call *is* the
 goal state; its per-table digests go into the task's answer.
+
+The machinery knows the back ends handed to :func:`install` and nothing else: it never imports
+the catalogue (:mod:`llmgym.envs.tools.families`), whose modules are written with it; the package
+:mod:`llmgym.envs.tools` installs the catalogue's list when any module of the wing is imported.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmgym.rewards.tools import function_spec
 from llmgym.tasks import Family, Task, draft, stable_seed
+from llmgym.toolspecs import function_spec, validate_arguments
 
 TODAY = "2024-03-15"
 """The scenarios' fixed 'today' (a Friday), so tasks never depend on the clock."""
@@ -60,33 +64,36 @@ class Module:
 
 
 _MODULES: dict[str, Module] = {}
-_TOOLS: dict[str, tuple[str, Callable[..., Any]]] = {}
+_TOOLS: dict[str, Callable[..., Any]] = {}
 
 
-def register_module(module: Module) -> Module:
-    if module.name in _MODULES:
-        known = _MODULES[module.name]
-        # The same source imported under a second name (pytest's doctest collection) is no clash.
-        if [f.__name__ for f in known.tools] == [f.__name__ for f in module.tools]:
-            return known
-        raise ValueError(f"duplicate tool module {module.name!r}")
-    for fn in module.tools:
-        if fn.__name__ in _TOOLS:
-            raise ValueError(f"tool {fn.__name__!r} is defined twice")
-        _TOOLS[fn.__name__] = (module.name, fn)
-    _MODULES[module.name] = module
-    return module
+def install(modules: Sequence[Module]) -> None:
+    """Make ``modules`` the back ends that tasks may name, replacing those installed before (to
+    add one of your own, pass the catalogue's list with it). Module and tool names are unique."""
+    by_name: dict[str, Module] = {}
+    tools: dict[str, Callable[..., Any]] = {}
+    for mod in modules:
+        if mod.name in by_name:
+            raise ValueError(f"duplicate tool module {mod.name!r}")
+        for fn in mod.tools:
+            if fn.__name__ in tools:
+                raise ValueError(f"tool {fn.__name__!r} is defined twice")
+            tools[fn.__name__] = fn
+        by_name[mod.name] = mod
+    _MODULES.clear()
+    _MODULES.update(by_name)
+    _TOOLS.clear()
+    _TOOLS.update(tools)
+    tool_spec.cache_clear()
+    _seeded_image.cache_clear()
 
 
 def module(name: str) -> Module:
-    _load_all()
     return _MODULES[name]
 
 
 def tool(name: str) -> Callable[..., Any] | None:
-    _load_all()
-    entry = _TOOLS.get(name)
-    return entry[1] if entry else None
+    return _TOOLS.get(name)
 
 
 @functools.cache
@@ -99,21 +106,6 @@ def tool_spec(name: str) -> dict[str, Any]:
 
 def rules_for(modules: Sequence[str]) -> list[Rule]:
     return [r for m in modules for r in module(m).rules]
-
-
-_LOADED = False
-
-
-def _load_all() -> None:
-    """Import every domain module once (each registers itself). A flag, not ``_MODULES``
-    being non-empty: importing one domain module first (``llmgym.envs.tools.banking``)
-    registers that one only, and the others must still load."""
-    global _LOADED
-    if _LOADED:
-        return
-    from llmgym.envs.tools import families  # noqa: F401  (each domain module registers itself)
-
-    _LOADED = True
 
 
 # --- databases -------------------------------------------------------------------------------
@@ -340,8 +332,6 @@ class Planner:
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Run a gold call now and record it; the gold must be valid, allowed and succeed."""
-        from llmgym.rewards.tools import validate_arguments
-
         errors = validate_arguments(tool_spec(name), arguments)
         assert not errors, f"gold call {name}{arguments} is invalid: {errors}"
         broken = violations(self.db, self._rules, name, arguments)

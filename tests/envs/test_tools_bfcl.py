@@ -12,7 +12,7 @@ import pytest
 import llmgym
 from llmgym import error
 from llmgym.envs.tools.bfcl import category_of, load_bfcl, openai_schema
-from llmgym.envs.tools.single import FunctionCallingEnv, gold_calls
+from llmgym.envs.tools.function_calling import FunctionCallingEnv, gold_calls
 from llmgym.rewards.tools import ast_match, format_tool_calls
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bfcl"

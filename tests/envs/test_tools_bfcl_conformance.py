@@ -13,8 +13,7 @@ pytest.importorskip(
     "pip install --no-deps bfcl-eval==2026.3.23",
 )
 
-from llmgym.envs.tools import bfcl_conformance as conformance  # noqa: E402
-from llmgym.envs.tools.bfcl import CATEGORIES, kind_of, load_bfcl  # noqa: E402
+from llmgym.envs.tools.bfcl import CATEGORIES, conformance, kind_of, load_bfcl  # noqa: E402
 
 AST_CATEGORIES = [c for c in CATEGORIES if kind_of(c) == "ast"]
 MULTI_TURN_CATEGORIES = [c for c in CATEGORIES if kind_of(c) == "multi_turn"]

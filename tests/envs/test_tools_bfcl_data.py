@@ -19,14 +19,13 @@ pytest.importorskip(
 )
 
 import llmgym  # noqa: E402
-from llmgym.envs.tools import bfcl_peer  # noqa: E402
-from llmgym.envs.tools.bfcl import CATEGORIES, category_of, kind_of, load_bfcl  # noqa: E402
-from llmgym.envs.tools.bfcl_multi import MAX_STEPS_PER_TURN  # noqa: E402
-from llmgym.envs.tools.single import CALL_PENALTY, FunctionCallingEnv  # noqa: E402
+from llmgym.envs.tools.bfcl import CATEGORIES, category_of, kind_of, load_bfcl, peer  # noqa: E402
+from llmgym.envs.tools.bfcl.multi_turn import MAX_STEPS_PER_TURN  # noqa: E402
+from llmgym.envs.tools.function_calling import CALL_PENALTY, FunctionCallingEnv  # noqa: E402
 from llmgym.rewards.tools import ToolCall, ast_match, format_tool_calls  # noqa: E402
 from llmgym.tasks import Task, read_jsonl  # noqa: E402
 
-DATA = bfcl_peer.data_dir()
+DATA = peer.data_dir()
 FORMATS = ("hermes", "json", "python", "openai")
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import pkgutil
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
-from llmgym.envs.tools import scenario
-from llmgym.envs.tools.calc import arithmetic
-from llmgym.envs.tools.families import FAMILIES  # noqa: F401  (registers every module)
+from llmgym.envs.tools import families, scenario
+from llmgym.envs.tools.families.calc import arithmetic
 from llmgym.rewards.tools import validate_arguments
 
 
@@ -188,21 +190,26 @@ def test_calculator_refuses(expr: str) -> None:
 
 def test_like_escapes_wildcards() -> None:
     db = db_for("hr")
-    from llmgym.envs.tools.hr import search_employees
+    from llmgym.envs.tools.families.hr import search_employees
 
     assert search_employees(db, name="%") == []
     assert search_employees(db, name="_") == []
     assert len(search_employees(db, name="")) == 10
 
 
-def test_importing_one_domain_module_first_leaves_every_tool_reachable() -> None:
-    """``import llmgym.envs.tools.banking`` before first use once registered banking alone, and
-    ``gym.make("llm/FunctionCalling-v0").reset(seed=i)`` raised KeyError on every seed."""
-    import subprocess
-    import sys
+FIRST_IMPORTS = [
+    "llmgym.envs.tools.banking",  # the former path, as the bug was reported
+    *(f"{families.__name__}.{m.name}" for m in pkgutil.iter_modules(families.__path__)),
+]
 
+
+@pytest.mark.parametrize("first", FIRST_IMPORTS)
+def test_importing_one_domain_module_first_leaves_every_tool_reachable(first: str) -> None:
+    """``import llmgym.envs.tools.banking`` before first use once registered banking alone, and
+    ``gym.make("llm/FunctionCalling-v0").reset(seed=i)`` raised KeyError on every seed. Any one
+    family module imported first (banking by its former path too) leaves every back end known."""
     code = (
-        "import llmgym.envs.tools.banking\nimport gymnasium as gym, llmgym\n"
+        f"import {first}\nimport gymnasium as gym, llmgym\n"
         "env = gym.make('llm/FunctionCalling-v0')\n"
         "for seed in range(8):\n    env.reset(seed=seed)\n"
         "env = gym.make('llm/ToolCalling-v0')\n"
@@ -210,3 +217,8 @@ def test_importing_one_domain_module_first_leaves_every_tool_reachable() -> None
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+def test_every_family_module_is_tried_first() -> None:
+    tried = {name.rsplit(".", 1)[1] for name in FIRST_IMPORTS[1:]}
+    assert tried == {m.name for m in families.MODULES} | {"workflows", "function_calls"}

@@ -8,18 +8,18 @@ it (``live_simple_3-2-1`` -> ``live_simple``). Each category is one of five kind
 
 - ``ast``: simple, multiple, parallel, parallel_multiple, their ``live_`` versions,
   ``simple_java``/``simple_javascript`` (arguments are code strings, read as BFCL reads them:
-  :mod:`llmgym.envs.tools.bfcl_lang`) and ``format_sensitivity`` (its ids file names tasks of
+  :mod:`llmgym.envs.tools.bfcl.languages`) and ``format_sensitivity`` (its ids file names tasks of
   the other categories); graded by AST match against the possible answers.
 - ``irrelevance`` (irrelevance, live_irrelevance): no offered function fits; the right reply
   calls none.
 - ``relevance`` (live_relevance): a function fits; the right reply calls one (BFCL checks
   that a call is made, not its arguments).
 - ``multi_turn`` (multi_turn_base, _miss_func, _miss_param, _long_context): several user
-  turns run against BFCL's stateful backends (:mod:`llmgym.envs.tools.bfcl_multi`).
+  turns run against BFCL's stateful backends (:mod:`llmgym.envs.tools.bfcl.multi_turn`).
 - ``agentic`` (memory, web_search): tool use, then a final answer that must state the answer.
 
 The files come from a path, from records, or (a bare category name) from the installed
-``bfcl-eval`` package (:mod:`llmgym.envs.tools.bfcl_peer`).
+``bfcl-eval`` package (:mod:`llmgym.envs.tools.bfcl.peer`).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def function_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def data_file(category: str) -> Path:
     """The question file of a category in the installed ``bfcl-eval`` package."""
-    from llmgym.envs.tools.bfcl_peer import data_dir
+    from llmgym.envs.tools.bfcl.peer import data_dir
 
     path = data_dir() / f"BFCL_v4_{category}.json"
     if not path.is_file():
@@ -251,7 +251,7 @@ def _data_dirs(questions: Any) -> list[Path]:
     dirs = []
     if isinstance(questions, (str, Path)):
         dirs.append(_path(questions).parent)
-    from llmgym.envs.tools.bfcl_peer import data_dir, installed
+    from llmgym.envs.tools.bfcl.peer import data_dir, installed
 
     if installed():
         dirs.append(data_dir())
@@ -368,7 +368,7 @@ def _task(rid: str, rec: Mapping[str, Any], gold: Any, dirs: Sequence[Path]) -> 
     language = language_of(category)
     shown = functions
     if language != "python":
-        from llmgym.envs.tools.bfcl_lang import grading_functions
+        from llmgym.envs.tools.bfcl.languages import grading_functions
 
         meta["language"] = language
         meta["bfcl_functions"] = [dict(f) for f in functions]
@@ -463,7 +463,7 @@ def _repair(
                     isinstance(o, list) and not all(isinstance(v, str) for v in o) for o in options
                 )
             ):
-                from llmgym.envs.tools.bfcl_lang import java_text
+                from llmgym.envs.tools.bfcl.languages import java_text
 
                 fixed[key] = [
                     [v if isinstance(v, str) else java_text(v) for v in o]

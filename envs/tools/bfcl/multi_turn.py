@@ -40,8 +40,8 @@ from typing import Any
 import mpmath
 
 from llmgym import error
-from llmgym.envs.tools import bfcl_peer
-from llmgym.rewards.tools import MAX_CALLS, ToolCall
+from llmgym.envs.tools.bfcl import peer
+from llmgym.toolcalls import MAX_CALLS, ToolCall
 
 MAX_STEPS_PER_TURN = 20
 """BFCL's ``MAXIMUM_STEP_LIMIT``: messages with calls allowed in one turn (one more ends it all)."""
@@ -110,7 +110,7 @@ def signatures(classes: Sequence[str]) -> dict[str, inspect.Signature]:
     """The signatures of the backends' public methods (later classes win a shared name)."""
     out = {}
     for name in classes:
-        cls = bfcl_peer.backend_class(name)
+        cls = peer.backend_class(name)
         for method in _public_methods(cls):
             out[method] = inspect.signature(getattr(cls, method))
     return out
@@ -129,9 +129,9 @@ def build_backends(
     """Fresh backend instances, loaded as BFCL loads them (memory backends start empty)."""
     instances: dict[str, Any] = {}
     for name in classes:
-        cls = bfcl_peer.backend_class(name)
+        cls = peer.backend_class(name)
         instance = cls()
-        if name not in bfcl_peer.STATELESS and not name.startswith("MemoryAPI"):
+        if name not in peer.STATELESS and not name.startswith("MemoryAPI"):
             config = copy.deepcopy(dict(initial_config.get(name, {})))
             instance._load_scenario(config, long_context=long_context)
         instances[name] = instance
@@ -199,7 +199,7 @@ class Session:
     ) -> dict[str, Any]:
         try:
             return build_backends(classes, config, long_context)
-        except bfcl_peer.BfclMissing as e:
+        except peer.BfclMissing as e:
             if classes != ["WebSearchAPI"]:
                 raise
             names = [f["name"] for f in metadata.get("functions", [])]

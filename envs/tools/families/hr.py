@@ -15,7 +15,6 @@ from llmgym.envs.tools.scenario import (
     like,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -226,27 +225,25 @@ def _leave_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "hr",
-        SCHEMA,
-        seed,
-        (
-            search_employees,
-            get_employee,
-            list_departments,
-            list_department,
-            update_salary,
-            transfer_employee,
-            set_status,
-            create_employee,
-        ),
-        {
-            "employees": "SELECT emp_id, first_name, last_name, email, dept_id, title, salary, "
-            "manager_id, status FROM employees"
-        },
-        (Rule("hr_leave", "Never change the salary of an employee who is on leave.", _leave_rule),),
-    )
+MODULE = Module(
+    "hr",
+    SCHEMA,
+    seed,
+    (
+        search_employees,
+        get_employee,
+        list_departments,
+        list_department,
+        update_salary,
+        transfer_employee,
+        set_status,
+        create_employee,
+    ),
+    {
+        "employees": "SELECT emp_id, first_name, last_name, email, dept_id, title, salary, "
+        "manager_id, status FROM employees"
+    },
+    (Rule("hr_leave", "Never change the salary of an employee who is on leave.", _leave_rule),),
 )
 
 

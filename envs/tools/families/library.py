@@ -19,7 +19,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -203,25 +202,23 @@ def _borrow_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "library",
-        SCHEMA,
-        seed,
-        (search_books, find_member, member_loans, checkout, return_book, pay_fine),
-        {
-            "loans": "SELECT book_id, member_id, out_day, due_day, returned_day FROM loans",
-            "members": "SELECT member_id, fines_cents FROM members",
-        },
-        (
-            Rule(
-                "library_borrow",
-                f"Members with unpaid fines may not borrow, and nobody may hold more than {MAX_LOANS} "
-                "loans at once.",
-                _borrow_rule,
-            ),
+MODULE = Module(
+    "library",
+    SCHEMA,
+    seed,
+    (search_books, find_member, member_loans, checkout, return_book, pay_fine),
+    {
+        "loans": "SELECT book_id, member_id, out_day, due_day, returned_day FROM loans",
+        "members": "SELECT member_id, fines_cents FROM members",
+    },
+    (
+        Rule(
+            "library_borrow",
+            f"Members with unpaid fines may not borrow, and nobody may hold more than {MAX_LOANS} "
+            "loans at once.",
+            _borrow_rule,
         ),
-    )
+    ),
 )
 
 

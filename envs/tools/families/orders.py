@@ -17,7 +17,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -260,35 +259,33 @@ def _shipped_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "orders",
-        SCHEMA,
-        seed,
-        (
-            find_customer,
-            search_products,
-            place_order,
-            get_order,
-            list_orders,
-            cancel_order,
-            create_return,
-            restock,
+MODULE = Module(
+    "orders",
+    SCHEMA,
+    seed,
+    (
+        find_customer,
+        search_products,
+        place_order,
+        get_order,
+        list_orders,
+        cancel_order,
+        create_return,
+        restock,
+    ),
+    {
+        "orders": "SELECT cust_id, status, total_cents, day, (SELECT group_concat(sku || 'x' || qty, ',') "
+        "FROM (SELECT sku, qty FROM order_items i WHERE i.order_id = o.order_id ORDER BY sku)) FROM orders o",
+        "stock": "SELECT sku, stock FROM products",
+        "returns": "SELECT order_id, reason FROM returns",
+    },
+    (
+        Rule(
+            "orders_shipped",
+            "Never cancel an order that has shipped or been delivered; open a return instead.",
+            _shipped_rule,
         ),
-        {
-            "orders": "SELECT cust_id, status, total_cents, day, (SELECT group_concat(sku || 'x' || qty, ',') "
-            "FROM (SELECT sku, qty FROM order_items i WHERE i.order_id = o.order_id ORDER BY sku)) FROM orders o",
-            "stock": "SELECT sku, stock FROM products",
-            "returns": "SELECT order_id, reason FROM returns",
-        },
-        (
-            Rule(
-                "orders_shipped",
-                "Never cancel an order that has shipped or been delivered; open a return instead.",
-                _shipped_rule,
-            ),
-        ),
-    )
+    ),
 )
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmgym.envs.tools import kb, scheduling, tickets, travel
-from llmgym.envs.tools.banking import LIMIT_CENTS
-from llmgym.envs.tools.hr import DEPARTMENTS
+from llmgym.envs.tools.families import kb, scheduling, tickets, travel
+from llmgym.envs.tools.families.banking import LIMIT_CENTS
+from llmgym.envs.tools.families.hr import DEPARTMENTS
 from llmgym.envs.tools.scenario import FIRST, LAST, Planner, family, money, one
 
 

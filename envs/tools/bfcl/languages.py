@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from llmgym.rewards.tools import ToolCall
+from llmgym.toolcalls import ToolCall
 
 MAX_CODE_CHARS = 4096
 

@@ -16,7 +16,6 @@ from llmgym.envs.tools.scenario import (
     like,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -231,24 +230,22 @@ def _hours_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "scheduling",
-        SCHEMA,
-        seed,
-        (find_person, list_events, list_rooms, room_schedule, create_event, cancel_event),
-        {
-            "events": "SELECT e.title, e.day, e.start_min, e.end_min, e.room_id, (SELECT group_concat(person_id, ',') "
-            "FROM (SELECT person_id FROM attendees a WHERE a.event_id = e.event_id ORDER BY person_id)) FROM events e",
-        },
-        (
-            Rule(
-                "cal_hours",
-                "Meetings must lie within working hours (09:00-17:00) and never double-book an attendee.",
-                _hours_rule,
-            ),
+MODULE = Module(
+    "scheduling",
+    SCHEMA,
+    seed,
+    (find_person, list_events, list_rooms, room_schedule, create_event, cancel_event),
+    {
+        "events": "SELECT e.title, e.day, e.start_min, e.end_min, e.room_id, (SELECT group_concat(person_id, ',') "
+        "FROM (SELECT person_id FROM attendees a WHERE a.event_id = e.event_id ORDER BY person_id)) FROM events e",
+    },
+    (
+        Rule(
+            "cal_hours",
+            "Meetings must lie within working hours (09:00-17:00) and never double-book an attendee.",
+            _hours_rule,
         ),
-    )
+    ),
 )
 
 

@@ -13,7 +13,6 @@ from llmgym.envs.tools.scenario import (
     ToolError,
     family,
     one,
-    register_module,
     rows,
 )
 
@@ -137,15 +136,13 @@ def _capacity_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "warehouse",
-        SCHEMA,
-        seed,
-        (locate_sku, bin_contents, list_bins, move_stock),
-        {"stock": "SELECT bin_id, sku, qty FROM stock WHERE qty > 0"},
-        (Rule("bin_capacity", "Never put more units in a bin than its capacity.", _capacity_rule),),
-    )
+MODULE = Module(
+    "warehouse",
+    SCHEMA,
+    seed,
+    (locate_sku, bin_contents, list_bins, move_stock),
+    {"stock": "SELECT bin_id, sku, qty FROM stock WHERE qty > 0"},
+    (Rule("bin_capacity", "Never put more units in a bin than its capacity.", _capacity_rule),),
 )
 
 

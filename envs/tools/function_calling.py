@@ -1,221 +1,29 @@
-"""FunctionCallingEnv: single-shot function calling graded by a BFCL-style AST match."""
+"""FunctionCallingEnv: function calling graded as BFCL grades it (single-shot calls by AST match,
+abstaining, multi-turn and agentic episodes on BFCL's backends), with the oracle and the verdict
+helpers it shares with the BFCL conformance cases.
+
+Its procedural families are :mod:`llmgym.envs.tools.families.function_calls`; reading BFCL's
+data, its Java/JavaScript arguments and its multi-turn backends is the annex
+:mod:`llmgym.envs.tools.bfcl`. Multi-turn tool use graded on a database state is the other env of
+the wing, :mod:`llmgym.envs.tools.env`.
+"""
 
 from __future__ import annotations
 
 import json
-import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from llmgym import error
 from llmgym.core import Action, Episode, LLMEnv, Message, Turn
-from llmgym.envs.tools import scenario
-from llmgym.envs.tools.env import _FORMAT_HELP
+from llmgym.envs.tools.env import FORMAT_HELP, render_result
+from llmgym.envs.tools.families import FUNCTION_CALLING_FAMILIES
 from llmgym.rewards import RewardResult
-from llmgym.rewards.tools import (
-    FORMATS,
-    AstMatch,
-    ToolCall,
-    ast_match_result,
-    format_tool_calls,
-    parse_tool_calls,
-)
-from llmgym.tasks import DatasetSource, Family, ProceduralSource, Task, TaskSource, draft
-
-# --- procedural requests: (tool, sampler(rng) -> (request text, possible answer params)) --------------
-
-Sample = tuple[str, dict[str, list[Any]]]
-_CITIES = {
-    "BOS": "Boston",
-    "SEA": "Seattle",
-    "AUS": "Austin",
-    "DEN": "Denver",
-    "SFO": "San Francisco",
-}
-_DEPTS = {"ENG": "Engineering", "SAL": "Sales", "FIN": "Finance", "OPS": "Operations"}
-
-
-def _employees(r: random.Random) -> Sample:
-    name = f"{r.choice(scenario.FIRST)} {r.choice(scenario.LAST)}"
-    if r.random() < 0.5:
-        dept = r.choice(sorted(_DEPTS))
-        return f"find employees named {name} in {_DEPTS[dept]}", {
-            "name": [name],
-            "department": [_DEPTS[dept], dept],
-        }
-    return f"search the directory for {name}", {"name": [name], "department": [""]}
-
-
-def _flights(r: random.Random) -> Sample:
-    a, b = r.sample(sorted(_CITIES), 2)
-    day = f"2024-04-{r.randrange(1, 29):02d}"
-    return (
-        f"list flights from {_CITIES[a]} ({a}) to {_CITIES[b]} ({b}) on {day}",
-        {"origin": [a], "destination": [b], "day": [day]},
-    )
-
-
-def _convert(r: random.Random) -> Sample:
-    src, dst = r.choice(
-        (("ft", "m"), ("lb", "kg"), ("F", "C"), ("mi", "km"), ("gal", "l"), ("oz", "g"))
-    )
-    value = round(r.uniform(1, 500), 1)
-    return f"convert {value} {src} to {dst}", {
-        "value": [value],
-        "from_unit": [src],
-        "to_unit": [dst],
-    }
-
-
-def _transfer(r: random.Random) -> Sample:
-    a, b = r.sample(range(1000, 1999), 2)
-    amount = r.randrange(5, 900) + r.choice((0, 0.5, 0.25))
-    if r.random() < 0.5:
-        memo = r.choice(("rent", "groceries", "gift", "invoice 77"))
-        return (
-            f"send ${amount} from ACC-{a} to ACC-{b} with the memo '{memo}'",
-            {
-                "from_account": [f"ACC-{a}"],
-                "to_account": [f"ACC-{b}"],
-                "amount": [amount],
-                "memo": [memo],
-            },
-        )
-    return (
-        f"transfer ${amount} from account ACC-{a} to ACC-{b}",
-        {
-            "from_account": [f"ACC-{a}"],
-            "to_account": [f"ACC-{b}"],
-            "amount": [amount],
-            "memo": [""],
-        },
-    )
-
-
-def _priority(r: random.Random) -> Sample:
-    tid, level = r.randrange(1000, 1100), r.choice(("low", "normal", "high", "urgent"))
-    return f"set the priority of ticket {tid} to {level}", {"ticket_id": [tid], "priority": [level]}
-
-
-def _move(r: random.Random) -> Sample:
-    sku = f"P-{r.randrange(200, 216)}"
-    a, b = (f"{z}-{r.randrange(1, 7):02d}" for z in r.sample("ABCD", 2))
-    q = r.randrange(1, 60)
-    return f"move {q} units of {sku} from bin {a} to bin {b}", {
-        "sku": [sku],
-        "from_bin": [a],
-        "to_bin": [b],
-        "quantity": [q],
-    }
-
-
-def _tickets(r: random.Random) -> Sample:
-    cat = r.choice(("billing", "shipping", "account", "technical"))
-    if r.random() < 0.5:
-        return (
-            f"show the open {cat} tickets that nobody is assigned to",
-            {
-                "status": ["open", ""],
-                "category": [cat],
-                "customer": [""],
-                "unassigned_only": [True],
-            },
-        )
-    return (
-        f"list the closed {cat} tickets",
-        {"status": ["closed"], "category": [cat], "customer": [""], "unassigned_only": [False, ""]},
-    )
-
-
-def _hotel(r: random.Random) -> Sample:
-    hid, nights = f"H{r.randrange(1, 29):03d}", r.randrange(1, 6)
-    who = f"{r.choice(scenario.FIRST)} {r.choice(scenario.LAST)}"
-    day = f"2024-04-{r.randrange(1, 25):02d}"
-    return (
-        f"book hotel {hid} for {who}, checking in on {day} for {nights} nights",
-        {"hotel_id": [hid], "traveler": [who], "check_in": [day], "nights": [nights]},
-    )
-
-
-def _deal(r: random.Random) -> Sample:
-    did, stage = (
-        r.randrange(1, 30),
-        r.choice(("qualified", "proposal", "negotiation", "won", "lost")),
-    )
-    return f"move deal {did} to the {stage} stage", {"deal_id": [did], "stage": [stage]}
-
-
-def _mkdir(r: random.Random) -> Sample:
-    path = f"/home/{r.choice(scenario.FIRST).lower()}/{r.choice(('archive', 'reports', 'tmp2', 'photos'))}"
-    return f"create the directory {path}", {"path": [path]}
-
-
-REQUESTS: dict[str, Callable[[random.Random], Sample]] = {
-    "search_employees": _employees,
-    "search_flights": _flights,
-    "convert": _convert,
-    "transfer": _transfer,
-    "set_priority": _priority,
-    "move_stock": _move,
-    "list_tickets": _tickets,
-    "book_hotel": _hotel,
-    "update_deal_stage": _deal,
-    "make_dir": _mkdir,
-}
-
-
-def _function(name: str) -> dict[str, Any]:
-    return dict(scenario.tool_spec(name)["function"])
-
-
-def _build(kind: str) -> Callable[[random.Random, float], Task]:
-    def generate(rng: random.Random, difficulty: float) -> Task:
-        names = sorted(REQUESTS)
-        parallel = kind in ("parallel", "parallel_multiple")
-        n_calls = 2 + round(difficulty * 2) if parallel else 1
-        if kind == "parallel":
-            picks = [rng.choice(names)] * n_calls
-        elif kind == "parallel_multiple":
-            picks = rng.sample(names, n_calls)
-        else:
-            picks = [rng.choice(names)]
-        offered = list(dict.fromkeys(picks))
-        if kind in ("multiple", "parallel_multiple"):
-            others = [n for n in names if n not in offered]
-            offered += rng.sample(others, min(len(others), 1 + round(difficulty * 5)))
-            rng.shuffle(offered)
-        requests, gold = [], []
-        for name in picks:
-            text, params = REQUESTS[name](rng)
-            requests.append(text)
-            gold.append({name: params})
-        prompt = "Please " + "; also ".join(requests) + "."
-        return draft(
-            prompt,
-            {"ground_truth": gold},
-            metadata={"functions": [_function(n) for n in offered], "category": kind},
-        )
-
-    return generate
-
-
-FAMILIES = [
-    Family("fc_simple", _build("simple"), description="One function offered, one call."),
-    Family("fc_multiple", _build("multiple"), description="Several functions offered, one call."),
-    Family(
-        "fc_parallel", _build("parallel"), description="One function, several calls in one message."
-    ),
-    Family(
-        "fc_parallel_multiple",
-        _build("parallel_multiple"),
-        description="Several functions, several calls.",
-    ),
-]
-
-
-# --- the env ---------------------------------------------------------------------------------------------
+from llmgym.rewards.tools import AstMatch, ast_match_result
+from llmgym.tasks import DatasetSource, ProceduralSource, Task, TaskSource
+from llmgym.toolcalls import FORMATS, ToolCall, format_tool_calls, parse_tool_calls
 
 CALL_PENALTY = -0.5
 """The reward for calling a function where none fits the request (BFCL's irrelevance categories)."""
@@ -309,7 +117,7 @@ def match_calls(task: Task, calls: Sequence[ToolCall]) -> AstMatch:
     functions = task.metadata["functions"]
     language = task.metadata.get("language")
     if language:
-        from llmgym.envs.tools.bfcl_lang import convert_calls
+        from llmgym.envs.tools.bfcl.languages import convert_calls
 
         calls = convert_calls(list(calls), task.metadata["bfcl_functions"], language)
         functions = task.metadata["grading_functions"]
@@ -358,7 +166,7 @@ class FunctionCallingEnv(LLMEnv):
       system, trading, travel, messaging...) and the results come back as tool messages; a
       message without a readable call ends the turn, which is then checked as BFCL checks it
       (the backends' state equals the ground truth's, the ground truth's results appear among
-      the model's; :mod:`llmgym.envs.tools.bfcl_multi`). Needs the optional ``bfcl-eval``.
+      the model's; :mod:`llmgym.envs.tools.bfcl.multi_turn`). Needs the optional ``bfcl-eval``.
     - ``agentic`` (BFCL's memory and web search): tool calls, then a final answer that must
       state the answer; ``memory`` plays the scenario's earlier sessions first (each in a fresh
       context: only the memory backend carries over).
@@ -425,7 +233,7 @@ class FunctionCallingEnv(LLMEnv):
         kwargs.setdefault(
             "system_prompt",
             "You call functions to fulfil the user's request. "
-            + _FORMAT_HELP[call_format]
+            + FORMAT_HELP[call_format]
             + " Reply with the calls only, using exactly the functions and parameter names given."
             " If none of the functions fits the request, or the request lacks a value a function"
             " needs, say so without calling any. When a conversation has several turns, keep"
@@ -516,7 +324,7 @@ class FunctionCallingEnv(LLMEnv):
         task = episode.task
         if _kind(task) not in ("multi_turn", "agentic"):
             return
-        from llmgym.envs.tools.bfcl_multi import MAX_STEPS_PER_TURN, Session
+        from llmgym.envs.tools.bfcl.multi_turn import MAX_STEPS_PER_TURN, Session
 
         gold = task.answer["ground_truth"] if _kind(task) == "multi_turn" else None
         episode.extra = {
@@ -530,7 +338,7 @@ class FunctionCallingEnv(LLMEnv):
     def respond(self, episode: Episode, message: Message) -> Turn:
         if _kind(episode.task) not in ("multi_turn", "agentic"):
             return Turn.graded(self.grade(episode.task, message))
-        from llmgym.envs.tools.bfcl_multi import MAX_STEPS_PER_TURN
+        from llmgym.envs.tools.bfcl.multi_turn import MAX_STEPS_PER_TURN
 
         task, extra = episode.task, episode.extra
         session = extra["session"]
@@ -549,7 +357,7 @@ class FunctionCallingEnv(LLMEnv):
                     }
                 )
             observation = "\n".join(
-                self._render_result(m["name"], m["content"]) for m in tool_messages
+                render_result(self.call_format, m["name"], m["content"]) for m in tool_messages
             )
             if session.steps > MAX_STEPS_PER_TURN:
                 feedback = f"forced to quit after {MAX_STEPS_PER_TURN} steps in one turn"
@@ -615,12 +423,6 @@ class FunctionCallingEnv(LLMEnv):
             messages=[{"role": "user", "content": text}],
         )
 
-    def _render_result(self, name: str, content: str) -> str:
-        if self.call_format == "hermes":
-            body = json.dumps({"name": name, "content": content}, ensure_ascii=False)
-            return f"<tool_response>\n{body}\n</tool_response>"
-        return f"[{name}] {content}"
-
     def oracle_action(self) -> Action:
         ep = self._require_episode()
         if ep.mode is None and _kind(ep.task) in ("multi_turn", "agentic"):
@@ -644,7 +446,7 @@ class FunctionCallingEnv(LLMEnv):
             return "I cannot do that with the functions and the information I have."
         if steps:
             return "Done."
-        from llmgym.envs.tools.bfcl_multi import gold_call
+        from llmgym.envs.tools.bfcl.multi_turn import gold_call
 
         calls = [gold_call(c, task.metadata["involved_classes"]) for c in gold]
         calls = [
@@ -675,7 +477,7 @@ def _opens_session(task: Task, turn: int) -> bool:
 
 def _memory_instructions(task: Task, session: Any) -> str:
     """BFCL's memory system prompt for the scenario, with the core memory's current content."""
-    from llmgym.envs.tools.bfcl_peer import memory_prompts
+    from llmgym.envs.tools.bfcl.peer import memory_prompts
 
     settings, template = memory_prompts()
     content = "There is no content in the core memory at this point."
@@ -692,7 +494,7 @@ def _as_code(
     calls: list[ToolCall], functions: list[Mapping[str, Any]], language: str
 ) -> list[ToolCall]:
     """Gold calls with each value written as the Java/JavaScript code BFCL reads back as it."""
-    from llmgym.envs.tools.bfcl_lang import literal
+    from llmgym.envs.tools.bfcl.languages import literal
 
     docs = {f["name"]: f["parameters"].get("properties", {}) for f in functions}
     out = []
@@ -711,11 +513,11 @@ def _source(tasks: Any, dataset_format: str | None, answers: Any) -> TaskSource:
     if tasks is None:
         if dataset_format is not None:
             raise error.Error("dataset_format needs tasks (a path or a list of records)")
-        return ProceduralSource(FAMILIES, domain="tools")
+        return ProceduralSource(FUNCTION_CALLING_FAMILIES, domain="tools")
     if isinstance(tasks, TaskSource):
         return tasks
     if dataset_format == "bfcl":
-        from llmgym.envs.tools.bfcl import load_bfcl
+        from llmgym.envs.tools.bfcl.datasets import load_bfcl
 
         if (
             isinstance(tasks, (list, tuple))
@@ -726,6 +528,6 @@ def _source(tasks: Any, dataset_format: str | None, answers: Any) -> TaskSource:
                 raise error.Error("answers goes with one question file, not a list of them")
             return DatasetSource([t for f in tasks for t in load_bfcl(f)], domain="tools")
         return DatasetSource(load_bfcl(tasks, answers), domain="tools")
-    from llmgym.envs.declarative import load_tasks
+    from llmgym.declarative import load_tasks
 
     return load_tasks(tasks, domain="tools")

@@ -18,7 +18,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -218,34 +217,32 @@ def _compliance_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None
     return None
 
 
-MODULE = register_module(
-    Module(
-        "expenses",
-        SCHEMA,
-        seed,
-        (
-            list_reports,
-            get_report,
-            approve_expense,
-            reject_expense,
-            close_report,
-            add_expense,
-            create_report,
+MODULE = Module(
+    "expenses",
+    SCHEMA,
+    seed,
+    (
+        list_reports,
+        get_report,
+        approve_expense,
+        reject_expense,
+        close_report,
+        add_expense,
+        create_report,
+    ),
+    {
+        "reports": "SELECT report_id, lower(emp_name), status FROM reports",
+        "expenses": "SELECT report_id, category, amount_cents, has_receipt, day, status, reason FROM expenses",
+    },
+    (
+        Rule(
+            "expense_compliance",
+            f"Compliance: alcohol is never reimbursable (reason not_reimbursable); any expense over "
+            f"${money(RECEIPT_OVER)} needs a receipt (reason missing_receipt); meals are capped at "
+            f"${money(MEAL_CAP)} (reason over_limit). Check in that order; approve only compliant lines.",
+            _compliance_rule,
         ),
-        {
-            "reports": "SELECT report_id, lower(emp_name), status FROM reports",
-            "expenses": "SELECT report_id, category, amount_cents, has_receipt, day, status, reason FROM expenses",
-        },
-        (
-            Rule(
-                "expense_compliance",
-                f"Compliance: alcohol is never reimbursable (reason not_reimbursable); any expense over "
-                f"${money(RECEIPT_OVER)} needs a receipt (reason missing_receipt); meals are capped at "
-                f"${money(MEAL_CAP)} (reason over_limit). Check in that order; approve only compliant lines.",
-                _compliance_rule,
-            ),
-        ),
-    )
+    ),
 )
 
 

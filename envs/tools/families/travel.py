@@ -16,7 +16,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -230,26 +229,24 @@ def _policy_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "travel",
-        SCHEMA,
-        seed,
-        (search_flights, search_hotels, book_flight, book_hotel, list_bookings, cancel_booking),
-        {
-            "bookings": "SELECT lower(traveler), kind, ref, day, nights, price_cents, status FROM bookings",
-            "flights": "SELECT flight_id, seats_left FROM flights",
-            "hotels": "SELECT hotel_id, rooms_left FROM hotels",
-        },
-        (
-            Rule(
-                "travel_policy",
-                f"Flights may cost at most ${money(FLIGHT_CAP)} and hotels at most "
-                f"${money(HOTEL_CAP)} per night.",
-                _policy_rule,
-            ),
+MODULE = Module(
+    "travel",
+    SCHEMA,
+    seed,
+    (search_flights, search_hotels, book_flight, book_hotel, list_bookings, cancel_booking),
+    {
+        "bookings": "SELECT lower(traveler), kind, ref, day, nights, price_cents, status FROM bookings",
+        "flights": "SELECT flight_id, seats_left FROM flights",
+        "hotels": "SELECT hotel_id, rooms_left FROM hotels",
+    },
+    (
+        Rule(
+            "travel_policy",
+            f"Flights may cost at most ${money(FLIGHT_CAP)} and hotels at most "
+            f"${money(HOTEL_CAP)} per night.",
+            _policy_rule,
         ),
-    )
+    ),
 )
 
 

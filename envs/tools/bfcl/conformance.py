@@ -5,10 +5,10 @@
 calls reordered, missing or repeated); ``multi_turn_cases`` turns each multi-turn task into its
 ground-truth trajectory and perturbations (calls split over steps, dropped, changed, repeated,
 swapped, moved to another turn, extra calls, calls in a turn that needs none). The llmgym
-verdicts come from :func:`llmgym.envs.tools.single.match_calls` and from playing the trajectory
-in ``llm/FunctionCalling-v0``; BFCL's from its ``ast_checker`` and ``multi_turn_checker``
-(:mod:`llmgym.envs.tools.bfcl_peer`), given the same calls and possible answers. Used by
-``tests/envs/test_tools_bfcl_conformance.py`` and ``benchmarks/tools.py``.
+verdicts come from :func:`llmgym.envs.tools.function_calling.match_calls` and from playing the
+trajectory in ``llm/FunctionCalling-v0``; BFCL's from its ``ast_checker`` and
+``multi_turn_checker`` (:mod:`llmgym.envs.tools.bfcl.peer`), given the same calls and possible
+answers. Used by ``tests/envs/test_tools_bfcl_conformance.py`` and ``benchmarks/tools.py``.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from llmgym.envs.tools import bfcl_peer
-from llmgym.envs.tools.bfcl import category_of, data_file, language_of
-from llmgym.envs.tools.bfcl_multi import MAX_STEPS_PER_TURN, Session, gold_call
-from llmgym.envs.tools.single import match_calls, oracle_calls
-from llmgym.rewards.tools import ToolCall, format_tool_calls
+from llmgym.envs.tools.bfcl import peer
+from llmgym.envs.tools.bfcl.datasets import category_of, data_file, language_of
+from llmgym.envs.tools.bfcl.multi_turn import MAX_STEPS_PER_TURN, Session, gold_call
+from llmgym.envs.tools.function_calling import match_calls, oracle_calls
 from llmgym.tasks import Task, read_jsonl, stable_seed
+from llmgym.toolcalls import ToolCall, format_tool_calls
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _raw_functions(category: str) -> dict[str, list[dict[str, Any]]]:
 
 def bfcl_ast(case: AstCase) -> bool:
     """BFCL's ``ast_checker`` verdict (a crash of the checker counts as a failure)."""
-    checker = bfcl_peer.ast_checker()
+    checker = peer.ast_checker()
     source = case.task.metadata.get("source", case.task.id)
     category = category_of(source)
     language = {"java": "JAVA", "javascript": "JAVASCRIPT"}.get(language_of(category), "PYTHON")
@@ -235,7 +235,7 @@ def bfcl_multi_turn(case: MultiTurnCase) -> bool:
     with calls in one turn end the entry, which then fails), then its ``multi_turn_checker``."""
     if any(len(turn) > MAX_STEPS_PER_TURN for turn in case.turns):
         return False
-    checker = bfcl_peer.multi_turn_checker()
+    checker = peer.multi_turn_checker()
     meta = case.task.metadata
     entry = {
         "id": case.task.id,
@@ -255,7 +255,7 @@ def bfcl_multi_turn(case: MultiTurnCase) -> bool:
     except Exception:  # noqa: BLE001 - the peer's own bugs count as a rejection
         return False
     finally:
-        bfcl_peer.forget_peer_instances(model)
+        peer.forget_peer_instances(model)
 
 
 def llmgym_multi_turn(case: MultiTurnCase, env: Any) -> bool:
@@ -278,7 +278,7 @@ def llmgym_multi_turn(case: MultiTurnCase, env: Any) -> bool:
 
 
 def llmgym_multi_turn_checker(case: MultiTurnCase) -> bool:
-    """llmgym's verdict from its checker alone (:class:`llmgym.envs.tools.bfcl_multi.Session`
+    """llmgym's verdict from its checker alone (:class:`llmgym.envs.tools.bfcl.multi_turn.Session`
     fed the decoded calls, as BFCL's checker is): the same verdict as playing the env, without
     the env's prompts, parsing and messages."""
     meta = case.task.metadata

@@ -17,7 +17,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -197,26 +196,24 @@ def _limit_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "banking",
-        SCHEMA,
-        seed,
-        (find_accounts, get_balance, transfer, request_approval, list_transactions, freeze_account),
-        {
-            "accounts": "SELECT account_id, balance_cents, status FROM accounts",
-            "transfers": "SELECT from_account, to_account, amount_cents, day FROM transfers",
-            "approvals": "SELECT from_account, to_account, amount_cents, status FROM approvals",
-        },
-        (
-            Rule(
-                "bank_limit",
-                f"Transfers above ${money(LIMIT_CENTS)} must not be made directly: file them with "
-                "request_approval instead.",
-                _limit_rule,
-            ),
+MODULE = Module(
+    "banking",
+    SCHEMA,
+    seed,
+    (find_accounts, get_balance, transfer, request_approval, list_transactions, freeze_account),
+    {
+        "accounts": "SELECT account_id, balance_cents, status FROM accounts",
+        "transfers": "SELECT from_account, to_account, amount_cents, day FROM transfers",
+        "approvals": "SELECT from_account, to_account, amount_cents, status FROM approvals",
+    },
+    (
+        Rule(
+            "bank_limit",
+            f"Transfers above ${money(LIMIT_CENTS)} must not be made directly: file them with "
+            "request_approval instead.",
+            _limit_rule,
         ),
-    )
+    ),
 )
 
 

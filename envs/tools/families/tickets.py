@@ -15,7 +15,6 @@ from llmgym.envs.tools.scenario import (
     full,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -196,21 +195,19 @@ def _senior_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "tickets",
-        SCHEMA,
-        seed,
-        (list_tickets, get_ticket, list_agents, assign_ticket, set_priority, close_ticket),
-        {"tickets": "SELECT ticket_id, priority, status, agent_id, resolution FROM tickets"},
-        (
-            Rule(
-                "tickets_urgent",
-                "Urgent tickets may only be assigned to senior agents.",
-                _senior_rule,
-            ),
+MODULE = Module(
+    "tickets",
+    SCHEMA,
+    seed,
+    (list_tickets, get_ticket, list_agents, assign_ticket, set_priority, close_ticket),
+    {"tickets": "SELECT ticket_id, priority, status, agent_id, resolution FROM tickets"},
+    (
+        Rule(
+            "tickets_urgent",
+            "Urgent tickets may only be assigned to senior agents.",
+            _senior_rule,
         ),
-    )
+    ),
 )
 
 

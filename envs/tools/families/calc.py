@@ -15,7 +15,6 @@ from llmgym.envs.tools.scenario import (
     ToolError,
     family,
     one,
-    register_module,
     rows,
 )
 
@@ -183,14 +182,12 @@ def set_reading(
     return {"reading_id": reading_id, "value": value, "unit": unit}
 
 
-MODULE = register_module(
-    Module(
-        "calc",
-        SCHEMA,
-        seed,
-        (list_readings, convert, calculate, set_reading),
-        {"readings": "SELECT reading_id, round(value, 2), unit FROM readings"},
-    )
+MODULE = Module(
+    "calc",
+    SCHEMA,
+    seed,
+    (list_readings, convert, calculate, set_reading),
+    {"readings": "SELECT reading_id, round(value, 2), unit FROM readings"},
 )
 
 

@@ -18,7 +18,6 @@ from llmgym.envs.tools.scenario import (
     money,
     one,
     people,
-    register_module,
     rows,
 )
 
@@ -179,25 +178,23 @@ def _consent_rule(db: sqlite3.Connection, name: str, args: Any) -> str | None:
     return None
 
 
-MODULE = register_module(
-    Module(
-        "crm",
-        SCHEMA,
-        seed,
-        (find_company, list_contacts, list_deals, update_deal_stage, log_activity, send_email),
-        {
-            "deals": "SELECT deal_id, stage FROM deals",
-            "activities": "SELECT contact_id, kind, day FROM activities",
-            "emails": "SELECT contact_id, template FROM emails",
-        },
-        (
-            Rule(
-                "crm_consent",
-                "Never send marketing email to a contact who opted out.",
-                _consent_rule,
-            ),
+MODULE = Module(
+    "crm",
+    SCHEMA,
+    seed,
+    (find_company, list_contacts, list_deals, update_deal_stage, log_activity, send_email),
+    {
+        "deals": "SELECT deal_id, stage FROM deals",
+        "activities": "SELECT contact_id, kind, day FROM activities",
+        "emails": "SELECT contact_id, template FROM emails",
+    },
+    (
+        Rule(
+            "crm_consent",
+            "Never send marketing email to a contact who opted out.",
+            _consent_rule,
         ),
-    )
+    ),
 )
 
 

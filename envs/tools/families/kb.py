@@ -12,7 +12,6 @@ from llmgym.envs.tools.scenario import (
     ToolError,
     family,
     one,
-    register_module,
     rows,
 )
 
@@ -109,14 +108,12 @@ def link_article(db: sqlite3.Connection, ticket_id: int, article_id: int) -> dic
     return {"ticket_id": ticket_id, "article_id": article_id}
 
 
-MODULE = register_module(
-    Module(
-        "kb",
-        SCHEMA,
-        seed,
-        (search_kb, get_article, link_article),
-        {"links": "SELECT ticket_id, article_id FROM ticket_links"},
-    )
+MODULE = Module(
+    "kb",
+    SCHEMA,
+    seed,
+    (search_kb, get_article, link_article),
+    {"links": "SELECT ticket_id, article_id FROM ticket_links"},
 )
 
 
