@@ -12,7 +12,7 @@ Two cache states, each timed for every row: ``warm``, the parser's caches (``nor
 ``tokenize``, ``parse``, ``_value``: lru_caches of up to 4,096 strings of at most 1,000
 characters each) as an untimed pass over the same list leaves them just before the timed one
 (as when a GRPO group grades the same answers again; a long list may not fit); ``cold``, every
-cache emptied (``_math_parse.clear_caches()``, outside the timed span) before each step and
+cache emptied (``llmgym.rewards.math.cache.clear_caches()``, outside the timed span) before each step and
 each verifier call, so each one parses as a fresh response does. The passes take turns over
 ``--rounds`` rounds (medians shown), so a change of load falls on all alike.
 Run: python benchmarks/math_env.py [--episodes 2000] [--rounds 3]
@@ -29,8 +29,8 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers llm/Math-v0)
-from llmgym.rewards import _math_parse
 from llmgym.rewards.math import math_reward
+from llmgym.rewards.math.cache import clear_caches
 
 CONFIGS = (
     ("default", {}),
@@ -60,7 +60,7 @@ def play(env: gym.Env, ids: list[str], cold: bool = False) -> tuple[float, float
         while True:
             action = base.oracle_action()
             if cold:
-                _math_parse.clear_caches()
+                clear_caches()
             t1 = time.perf_counter()
             _, reward, terminated, truncated, info = env.step(action)
             step_s += time.perf_counter() - t1
@@ -79,7 +79,7 @@ def verifier_only(ids: list[str], cold: bool = False) -> float:
     total = 0.0
     for response, gold in pairs:
         if cold:
-            _math_parse.clear_caches()
+            clear_caches()
         start = time.perf_counter()
         ok = math_reward(response, gold).success
         total += time.perf_counter() - start

@@ -57,12 +57,12 @@ def load(path: Path) -> list[dict[str, Any]]:
 def run_llmgym(rows: list[dict[str, Any]]) -> tuple[list[bool], list[float]]:
     import importlib
 
-    from llmgym.rewards import _math_parse
+    from llmgym.rewards.math.cache import clear_caches
 
     # not "from llmgym.rewards import math": the package's own "import math" would win
     llm_math = importlib.import_module("llmgym.rewards.math")
 
-    _math_parse.clear_caches()
+    clear_caches()
     verdicts, times = [], []
     for row in rows:
         start = time.perf_counter()
@@ -279,7 +279,7 @@ def report_suite(path: Path, show: bool) -> int:
     llm_math = importlib.import_module("llmgym.rewards.math")
     rows = json.loads(path.read_text(encoding="utf-8"))
     llm_math.math_equal("1", "1")  # start-up off the clock: imports, sympy's worker process
-    importlib.import_module("llmgym.rewards._math_sympy").get_pool().call(("ping",), 60)
+    importlib.import_module("llmgym.rewards.math.sympy_pool").get_pool().call(("ping",), 60)
     _mv_suite_verdict({"gold": "1", "pred": "1"})
     results = []
     llm_s = mv_s = 0.0

@@ -100,7 +100,7 @@ _TABLE: dict[str, str | Verifier] = {
     "json_schema": "llmgym.rewards.text:json_schema_match",
     "math": "llmgym.rewards.math:math_verifier",
     "longdoc": "llmgym.rewards.longdoc:grade_answer",
-    "math_process": "llmgym.rewards.math_process:process_verifier",
+    "math_process": "llmgym.rewards.math.process:process_verifier",
     "tool_calls": "llmgym.rewards.tools:tool_call_match",
     "unit_tests": "llmgym.envs.coding.verify:unit_tests_verifier",
 }

@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+from llmgym._moved import keep_former_paths
 from llmgym.registry import import_callable
 from llmgym.verifiers import (
     RewardResult,
@@ -23,6 +24,10 @@ from llmgym.verifiers import (
     register_verifier,
     safe_verify,
 )
+
+# The math verifier is a package now (llmgym.rewards.math); its process reward's former path
+# still imports.
+keep_former_paths(__name__, {"math_process": "llmgym.rewards.math.process"})
 
 __all__ = [
     "RewardResult",

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from llmgym import error
-from llmgym.envs.math.common import ANSWER_INSTRUCTION
-from llmgym.rewards._math_form import FORMS
+from llmgym.envs.math.build import ANSWER_INSTRUCTION
+from llmgym.rewards.math.form import FORMS
 from llmgym.tasks import DatasetSource, Task, TaskSource
 
 FORMATS = ("gsm8k", "math", "jsonl")

@@ -9,11 +9,11 @@ from typing import Any
 
 from llmgym import error
 from llmgym.core import Episode, LLMEnv, Message
-from llmgym.envs.math.common import ANSWER_INSTRUCTION
+from llmgym.envs.math.build import ANSWER_INSTRUCTION
 from llmgym.envs.math.datasets import load_tasks
 from llmgym.envs.math.families import FAMILIES
 from llmgym.rewards import RewardResult
-from llmgym.rewards._math_form import is_factored
+from llmgym.rewards.math.form import is_factored
 from llmgym.tasks import ProceduralSource, Subtask, Task
 
 __all__ = ["DEFAULT_FORM", "MathEnv", "is_factored", "milestones_of"]
@@ -55,7 +55,7 @@ class MathEnv(LLMEnv):
     ``"radical"``, so that the question's own expression boxed back scores 0; GSM8K answers are
     numbers, other datasets' take the form of their gold, ``"auto"``), optionally scaled by the verifier's
     ``format_weight``; plus ``process_reward * process`` where ``process`` in [0, 1] is the
-    rule-based step checker (:mod:`llmgym.rewards.math_process`: intermediate results stated as
+    rule-based step checker (:mod:`llmgym.rewards.math.process`: intermediate results stated as
     equations, in dependency order, without wrong arithmetic or listing; capped at 0.5 when the
     final answer is wrong; equal to the outcome for tasks without intermediate results); plus
     ``reward_model_weight * reward_model`` where ``reward_model`` in [0, 1] is an outcome or
@@ -78,7 +78,7 @@ class MathEnv(LLMEnv):
     ``datasets.Dataset``), ``dataset_format`` (``"gsm8k"``, ``"math"``, ``"jsonl"``; default: each
     record's schema is recognised), ``families`` (names or glob patterns such as ``"arith.*"``
     restricting the procedural families), ``process_reward`` (weight of the step checker, default
-    0), ``reward_model`` (a path, a :class:`~llmgym.rewards.math_process.RewardModel`, a
+    0), ``reward_model`` (a path, a :class:`~llmgym.rewards.math.process.RewardModel`, a
     transformers sequence classifier with ``reward_tokenizer``, or a callable
     ``(prompt, response) -> float`` in [0, 1]), ``reward_model_kind`` (``"orm"`` or ``"prm"``),
     ``reward_model_weight`` (default 0.5), ``rel_tol``/``abs_tol`` (numeric tolerance, default
@@ -142,7 +142,7 @@ class MathEnv(LLMEnv):
         self.reward_model = None
         self.reward_model_weight = 0.0
         if reward_model is not None:
-            from llmgym.rewards.math_process import load_reward_model
+            from llmgym.rewards.math.process import load_reward_model
 
             try:
                 self.reward_model = load_reward_model(
@@ -246,7 +246,7 @@ class MathEnv(LLMEnv):
         return RewardResult(score, components, feedback, correct)
 
     def _step_credit(self, task: Task, message: Message, correct: bool) -> float:
-        from llmgym.rewards.math_process import check_steps
+        from llmgym.rewards.math.process import check_steps
 
         milestones = milestones_of(task)
         text = str(message.get("reasoning_content") or "") + "\n" + message["content"]
@@ -256,7 +256,7 @@ class MathEnv(LLMEnv):
 def milestones_of(task: Task) -> list[Any]:
     """The intermediate results of a task: its subtasks but the last (the task's own question),
     or a dataset's ``metadata["steps"]`` (in no particular order)."""
-    from llmgym.rewards.math_process import Milestone
+    from llmgym.rewards.math.process import Milestone
 
     if task.subtasks:
         order = task.subtask_order()[:-1]

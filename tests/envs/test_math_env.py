@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import llmgym
 from llmgym import error
 from llmgym.envs.math import MathEnv
-from llmgym.envs.math.common import ANSWER_INSTRUCTION
+from llmgym.envs.math.build import ANSWER_INSTRUCTION
 from llmgym.envs.math.datasets import gsm8k_task, load_tasks, math_task
 
 DATA = Path(__file__).parent.parent / "data" / "math_datasets"

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import llmgym
 from llmgym.envs.math.datasets import gsm8k_task, math_task
 from llmgym.envs.math.families import FAMILIES
-from llmgym.rewards._math_parse import normalize
 from llmgym.rewards.math import extract_answer
+from llmgym.rewards.math.normalize import normalize
 from llmgym.tasks import ProceduralSource
 
 SOURCE = ProceduralSource(FAMILIES, domain="math")
@@ -169,7 +169,7 @@ def test_gold_value_never_appears_in_the_prompt_in_another_notation():
     """The value leak behind the copy attack: ``$x - 2$`` holds ``-2`` with a space, ``\\$4.50``
     holds ``4.5``; a family redraws such a task unless its answer is legitimately a given
     value (a median, a gcd)."""
-    from llmgym.envs.math.common import gold_value_in_text
+    from llmgym.envs.math.build import gold_value_in_text
     from llmgym.envs.math.families import GOLD_MAY_APPEAR
 
     assert gold_value_in_text("-2", "Let $f(x) = 3x - 2$.")
@@ -200,8 +200,8 @@ def test_every_gold_is_written_in_its_declared_form(name):
     """The gold's own text always passes (it is what the oracle boxes), so a family whose
     declared form its own golds do not have would reject every other right answer: check the
     golds themselves, of the task and of every subtask."""
-    from llmgym.rewards._math_form import in_form
-    from llmgym.rewards._math_parse import parse
+    from llmgym.rewards.math.form import in_form
+    from llmgym.rewards.math.parser import parse
 
     for level in (0.0, 0.25, 0.5, 0.75, 1.0):
         for index in range(4):

@@ -17,9 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmgym.rewards import _math_eval as ev
-from llmgym.rewards._math_parse import MAX_ANSWER_CHARS, clear_caches, parse
 from llmgym.rewards.math import math_equal, math_reward
+from llmgym.rewards.math.cache import clear_caches
+from llmgym.rewards.math.modular import modular_eq
+from llmgym.rewards.math.nodes import MAX_ANSWER_CHARS
+from llmgym.rewards.math.parser import parse
 
 SLOW_S = 10.0  # generous: the comparisons below take milliseconds to a fraction of a second
 
@@ -288,13 +290,13 @@ def test_expanded_and_factored_forms_agree(
     assert math_equal(rf"\boxed{{{factored}}}", expanded)
     # the modular test on its own, which large answers use
     names = ["x"]
-    assert ev.modular_eq(parse(expanded), parse(factored), names) is True
+    assert modular_eq(parse(expanded), parse(factored), names) is True
     k = data.draw(st.integers(0, max(coeffs)), label="power")
     delta = data.draw(st.integers(-1000, 1000).filter(lambda d: d != 0), label="delta")
     perturbed = dict(coeffs)
     perturbed[k] = perturbed.get(k, 0) + delta
     assert not math_equal(rf"\boxed{{{poly_latex(perturbed)}}}", factored)
-    assert ev.modular_eq(parse(poly_latex(perturbed)), parse(factored), names) is False
+    assert modular_eq(parse(poly_latex(perturbed)), parse(factored), names) is False
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -317,15 +319,15 @@ def test_large_binomial_expansions_agree_and_perturbations_do_not(
 
 def test_modular_eq_leaves_what_it_cannot_read_to_the_other_tiers() -> None:
     x = ["x"]
-    assert ev.modular_eq(parse(r"\sqrt{x}"), parse("x"), x) is None
-    assert ev.modular_eq(parse(r"\pi x"), parse("x"), x) is None
-    assert ev.modular_eq(parse(r"x^{1/2}"), parse("x"), x) is None
-    assert ev.modular_eq(parse(r"\frac{1}{x-x}"), parse("x"), x) is None  # undefined everywhere
-    assert ev.modular_eq(parse(r"\binom{10}{3} x"), parse("120x"), x) is True
-    assert ev.modular_eq(parse(r"\frac{x^2-1}{x-1}"), parse("x+1"), x) is True
-    assert ev.modular_eq(parse("x^{-2} x^{3}"), parse("x"), x) is True
-    assert ev.modular_eq(parse("2^{100000} \\cdot 2"), parse("2^{100001}"), []) is True
-    assert ev.modular_eq(parse("2^{100000} + 1"), parse("2^{100000}"), []) is False
+    assert modular_eq(parse(r"\sqrt{x}"), parse("x"), x) is None
+    assert modular_eq(parse(r"\pi x"), parse("x"), x) is None
+    assert modular_eq(parse(r"x^{1/2}"), parse("x"), x) is None
+    assert modular_eq(parse(r"\frac{1}{x-x}"), parse("x"), x) is None  # undefined everywhere
+    assert modular_eq(parse(r"\binom{10}{3} x"), parse("120x"), x) is True
+    assert modular_eq(parse(r"\frac{x^2-1}{x-1}"), parse("x+1"), x) is True
+    assert modular_eq(parse("x^{-2} x^{3}"), parse("x"), x) is True
+    assert modular_eq(parse("2^{100000} \\cdot 2"), parse("2^{100001}"), []) is True
+    assert modular_eq(parse("2^{100000} + 1"), parse("2^{100000}"), []) is False
 
 
 def test_a_constant_used_as_an_exponent_and_as_a_value_keeps_both_meanings() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmgym.rewards.math_process import (
+from llmgym.rewards.math.process import (
     MAX_EQUATIONS,
     WRONG_ANSWER_CAP,
     Milestone,
@@ -256,7 +256,7 @@ def tiny_classifier(num_labels: int = 1):
 def test_outcome_reward_model_scores_follow_the_model(tmp_path):
     import torch
 
-    from llmgym.rewards.math_process import RewardModel
+    from llmgym.rewards.math.process import RewardModel
 
     model, tokenizer = tiny_classifier()
     rm = RewardModel(model, tokenizer)
@@ -281,7 +281,7 @@ def test_outcome_reward_model_scores_follow_the_model(tmp_path):
 
 @pytest.mark.slow
 def test_process_reward_model_scores_every_step_prefix():
-    from llmgym.rewards.math_process import RewardModel
+    from llmgym.rewards.math.process import RewardModel
 
     model, tokenizer = tiny_classifier(num_labels=2)
     response = "step one 2 + 3 = 5\n\nstep two 5 + 2 = 7\n\nso the answer boxed 7"

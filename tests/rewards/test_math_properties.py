@@ -17,9 +17,9 @@ from llmgym.rewards.math import extract_answer, math_equal, math_reward
 @pytest.fixture(scope="module", autouse=True)
 def warm_worker() -> None:
     """Start a sympy worker first, so time bounds below measure checks, not sympy's import."""
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    assert _math_sympy.get_pool().call(("ping",), timeout_s=60) == "pong"
+    assert sympy_pool.get_pool().call(("ping",), timeout_s=60) == "pong"
 
 
 SETTINGS = settings(

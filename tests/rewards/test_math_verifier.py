@@ -83,7 +83,7 @@ def strict_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
     monkeypatch.setattr(
-        importlib.import_module("llmgym.rewards.math"), "_RAISE_INTERNAL_ERRORS", True
+        importlib.import_module("llmgym.rewards.math.verifier"), "_RAISE_INTERNAL_ERRORS", True
     )
 
 
@@ -352,9 +352,9 @@ PATHOLOGICAL = [
 @pytest.fixture(scope="module")
 def warm_worker() -> None:
     """Start a sympy worker first, so the bounds below time the work, not sympy's import."""
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    assert _math_sympy.get_pool().call(("ping",), timeout_s=60) == "pong"
+    assert sympy_pool.get_pool().call(("ping",), timeout_s=60) == "pong"
 
 
 @pytest.mark.parametrize("response", PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
@@ -386,9 +386,9 @@ def test_no_eval_of_model_output(tmp_path: Path) -> None:
 
 
 def test_worker_timeout_is_real_and_the_pool_recovers() -> None:
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    pool = _math_sympy.get_pool()
+    pool = sympy_pool.get_pool()
     assert pool.call(("ping",), timeout_s=60) == "pong"  # starts a worker
     start = time.monotonic()
     assert pool.call(("sleep", 30), timeout_s=0.5) is None
@@ -399,9 +399,9 @@ def test_worker_timeout_is_real_and_the_pool_recovers() -> None:
 def test_a_spare_worker_starts_when_one_is_killed() -> None:
     """After a timeout the next call does not pay a worker restart: a spare is already
     importing sympy when the timed-out call returns."""
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    pool = _math_sympy.WorkerPool(size=1)
+    pool = sympy_pool.WorkerPool(size=1)
     try:
         assert pool.call(("ping",), timeout_s=60) == "pong"
         first = pool._idle[0].proc.pid
@@ -419,9 +419,9 @@ def test_a_spare_worker_starts_when_one_is_killed() -> None:
 def test_worker_timeout_holds_in_threads_and_in_an_event_loop() -> None:
     """No signal.alarm: the timeout is a killed process, so it works off the main thread and
     inside asyncio (where a stuck call must not block the loop past its budget)."""
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    pool = _math_sympy.get_pool()
+    pool = sympy_pool.get_pool()
     assert pool.call(("ping",), timeout_s=60) == "pong"
     elapsed: list[float] = []
     replies: list[object] = []
@@ -501,9 +501,9 @@ def test_worker_processes_end_with_the_interpreter(tmp_path: Path) -> None:
         """
         import importlib, time
         m = importlib.import_module("llmgym.rewards.math")
-        from llmgym.rewards import _math_sympy
+        from llmgym.rewards.math import sympy_pool
         assert m.math_equal("x^2 < 4", "(-2, 2)", timeout_s=60)
-        pids = [w.proc.pid for w in _math_sympy.get_pool()._idle]
+        pids = [w.proc.pid for w in sympy_pool.get_pool()._idle]
         print(" ".join(map(str, pids)), flush=True)
         """
     )
@@ -523,18 +523,18 @@ def test_worker_processes_end_with_the_interpreter(tmp_path: Path) -> None:
 def test_a_forked_child_gets_its_own_workers() -> None:
     import os
 
-    from llmgym.rewards import _math_sympy
+    from llmgym.rewards.math import sympy_pool
 
-    parent_pool = _math_sympy.get_pool()
+    parent_pool = sympy_pool.get_pool()
     assert parent_pool.call(("ping",), timeout_s=60) == "pong"
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: must not reuse (or kill) the parent's workers
         ok = False
         try:
-            child_pool = _math_sympy.get_pool()
+            child_pool = sympy_pool.get_pool()
             ok = child_pool is not parent_pool and child_pool.call(("ping",), 60) == "pong"
-            _math_sympy.shutdown()
+            sympy_pool.shutdown()
         finally:
             os.write(write, b"1" if ok else b"0")
             os._exit(0)

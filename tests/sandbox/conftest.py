@@ -136,10 +136,10 @@ def no_leftovers() -> Iterator[None]:
     # Processes that live until exit when other suites ran in this process (the coding
     # judge's sandboxes, the math verifier's sympy workers) are closed as the exit would
     # close them: they are not leftovers.
-    harness = sys.modules.get("llmgym.envs.coding.harness")
-    if harness is not None:
-        harness.close_shared_sandboxes()
-    sympy_workers = sys.modules.get("llmgym.rewards._math_sympy")
+    coding_judge = sys.modules.get("llmgym.envs.coding.judge.shipping")
+    if coding_judge is not None:
+        coding_judge.close_shared_sandboxes()
+    sympy_workers = sys.modules.get("llmgym.rewards.math.sympy_pool")
     if sympy_workers is not None:
         sympy_workers.shutdown()
     deadline = time.monotonic() + 10

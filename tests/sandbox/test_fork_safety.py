@@ -37,18 +37,18 @@ SCENARIO = textwrap.dedent(
         return use, sb.close
 
     def math_uses():
-        from llmgym.rewards import _math_sympy
+        from llmgym.rewards.math import sympy_pool
 
         def use():
-            reply = _math_sympy.get_pool().call(("ping",), 60.0)
+            reply = sympy_pool.get_pool().call(("ping",), 60.0)
             return "ok" if reply == "pong" else repr(reply)
 
-        return use, _math_sympy.shutdown
+        return use, sympy_pool.shutdown
 
     def judge_uses():
         import gymnasium as gym
         import llmgym  # noqa: F401
-        from llmgym.envs.coding import harness
+        from llmgym.envs.coding.judge import shipping
 
         env = gym.make("llm/Coding-v0", family="clock_add", difficulty=0.0)
 
@@ -58,7 +58,7 @@ SCENARIO = textwrap.dedent(
             status = info["exec"]["status"]
             return "ok" if status == "passed" else f"{status}: {info['exec'].get('detail')}"
 
-        return use, harness.close_shared_sandboxes
+        return use, shipping.close_shared_sandboxes
 
     def our_cgroups(pid):
         found = []

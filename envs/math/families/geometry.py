@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from llmgym.envs.math.common import (
-    Registry,
+from llmgym.envs.math.build import (
     Step,
     build,
     decimal,
+    family,
     nonzero,
     paren,
     scale,
@@ -20,7 +20,6 @@ from llmgym.envs.math.common import (
 )
 from llmgym.tasks import Task
 
-reg = Registry()
 PI_FORMAT = "Give an exact answer in terms of \\pi."
 DEGREES_FORMAT = "Give the answer in degrees, as a number."
 
@@ -39,12 +38,6 @@ def _number(value: Fraction | int) -> str:
     return decimal(value) if terminates(value) else tex(value)
 
 
-@reg.family(
-    "geom.area",
-    "areas of rectangles, triangles and trapezoids; composite figures (with subtasks) when hard",
-    steps=True,
-    form="number",
-)
 def area(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 12, 120)
     w, h = rng.randint(2, hi), rng.randint(2, hi)
@@ -87,12 +80,6 @@ def area(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "geom.circle",
-    "circle area and circumference in terms of pi; annulus areas (subtasks) when hard",
-    steps=True,
-    form="pi",
-)
 def circle(rng: random.Random, d: float) -> Task:
     r = rng.randint(1, up_to(d, 12, 80))
     if d >= 0.6:
@@ -139,12 +126,6 @@ def circle(rng: random.Random, d: float) -> Task:
 _TRIPLES = ((3, 4, 5), (5, 12, 13), (8, 15, 17), (7, 24, 25), (20, 21, 29), (9, 40, 41))
 
 
-@reg.family(
-    "geom.pythagoras",
-    "a side of a right triangle (triples, then radicals); the square of the side is a subtask",
-    steps=True,
-    form="radical",
-)
 def pythagoras(rng: random.Random, d: float) -> Task:
     if d < 0.5:
         k = rng.randint(1, scale(d, 3, 6))
@@ -172,11 +153,6 @@ def pythagoras(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "geom.volume",
-    "volumes of boxes, cylinders, cones and spheres (exact, in terms of pi)",
-    form="pi",
-)
 def volume(rng: random.Random, d: float) -> Task:
     r, h = rng.randint(1, up_to(d, 6, 30)), rng.randint(1, up_to(d, 10, 50))
     shapes = ["box", "cylinder"] + (["cone", "sphere"] if d >= 0.4 else [])
@@ -200,11 +176,6 @@ def volume(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "geom.polygon_angles",
-    "interior angles of polygons (sum, regular, sides from angle)",
-    form="number",
-)
 def polygon_angles(rng: random.Random, d: float) -> Task:
     n = rng.randint(5, scale(d, 12, 40))
     kind = rng.choice(["sum", "each", "sides"]) if d >= 0.3 else "sum"
@@ -231,12 +202,6 @@ def polygon_angles(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "geom.distance",
-    "distance between two points; the squared distance is a subtask",
-    steps=True,
-    form="radical",
-)
 def distance(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 50)
     x1, y1 = rng.randint(-hi, hi), rng.randint(-hi, hi)
@@ -264,7 +229,6 @@ def distance(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("geom.midpoint", "the midpoint of a segment, as an ordered pair", form="number")
 def midpoint(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 10, 60)
     pts = [rng.randint(-hi, hi) for _ in range(4)]
@@ -281,12 +245,6 @@ def midpoint(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "geom.line",
-    "the y-intercept of the line through two points; the slope is a subtask",
-    steps=True,
-    form="number",
-)
 def line(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 40)
     x1 = rng.randint(-hi, hi)
@@ -361,9 +319,6 @@ def trig_value(fn: str, deg: int) -> tuple[Fraction, int] | None:
     return (-coef if quadrant_negative else coef), rad
 
 
-@reg.family(
-    "trig.exact", "exact sin, cos, tan at special angles (degrees, then radians)", form="radical"
-)
 def trig_exact(rng: random.Random, d: float) -> Task:
     while True:
         fn = rng.choice(["sin", "cos", "tan"])
@@ -387,12 +342,6 @@ def trig_exact(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "trig.quadrant",
-    "cos or tan from sin and the quadrant; cos^2 is a subtask",
-    steps=True,
-    form="radical",
-)
 def trig_quadrant(rng: random.Random, d: float) -> Task:
     if d < 0.6:
         a, b, c = _TRIPLES[rng.randrange(scale(d, 2, 6))]
@@ -421,12 +370,6 @@ def trig_quadrant(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "trig.right_triangle",
-    "a trig ratio in a right triangle; the missing side is a subtask",
-    steps=True,
-    form="fraction",
-)
 def right_triangle(rng: random.Random, d: float) -> Task:
     a, b, c = _TRIPLES[rng.randrange(scale(d, 2, 6))]
     k = rng.randint(1, scale(d, 2, 5))
@@ -453,12 +396,6 @@ _CONVERSIONS = (
 )  # fmt: skip
 
 
-@reg.family(
-    "units.convert",
-    "unit conversions with exact factors; two-hop chains (the middle amount a subtask) when hard",
-    steps=True,
-    form="number",
-)
 def convert(rng: random.Random, d: float) -> Task:
     if d >= 0.6:
         chains = [(a, b) for a in _CONVERSIONS for b in _CONVERSIONS if a[1] == b[0]]
@@ -500,12 +437,6 @@ def convert(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "units.speed",
-    "convert a speed in km/h to m/s; meters per hour is a subtask",
-    steps=True,
-    form="number",
-)
 def speed(rng: random.Random, d: float) -> Task:
     kmh = rng.randint(3, up_to(d, 36, 300)) * (18 if d < 0.4 else 1)
     mph = kmh * 1000
@@ -520,3 +451,93 @@ def speed(rng: random.Random, d: float) -> Task:
         final_work=f"\\frac{{{mph}}}{{3600}}",
         fmt="Give an exact number (a fraction if needed).",
     )
+
+
+SPECS = [
+    family(
+        "geom.area",
+        area,
+        "areas of rectangles, triangles and trapezoids; composite figures (with subtasks) when hard",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "geom.circle",
+        circle,
+        "circle area and circumference in terms of pi; annulus areas (subtasks) when hard",
+        form="pi",
+        steps=True,
+    ),
+    family(
+        "geom.pythagoras",
+        pythagoras,
+        "a side of a right triangle (triples, then radicals); the square of the side is a subtask",
+        form="radical",
+        steps=True,
+    ),
+    family(
+        "geom.volume",
+        volume,
+        "volumes of boxes, cylinders, cones and spheres (exact, in terms of pi)",
+        form="pi",
+    ),
+    family(
+        "geom.polygon_angles",
+        polygon_angles,
+        "interior angles of polygons (sum, regular, sides from angle)",
+        form="number",
+    ),
+    family(
+        "geom.distance",
+        distance,
+        "distance between two points; the squared distance is a subtask",
+        form="radical",
+        steps=True,
+    ),
+    family(
+        "geom.midpoint", midpoint, "the midpoint of a segment, as an ordered pair", form="number"
+    ),
+    family(
+        "geom.line",
+        line,
+        "the y-intercept of the line through two points; the slope is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "trig.exact",
+        trig_exact,
+        "exact sin, cos, tan at special angles (degrees, then radians)",
+        form="radical",
+    ),
+    family(
+        "trig.quadrant",
+        trig_quadrant,
+        "cos or tan from sin and the quadrant; cos^2 is a subtask",
+        form="radical",
+        steps=True,
+    ),
+    family(
+        "trig.right_triangle",
+        right_triangle,
+        "a trig ratio in a right triangle; the missing side is a subtask",
+        form="fraction",
+        steps=True,
+    ),
+    family(
+        "units.convert",
+        convert,
+        "unit conversions with exact factors; two-hop chains (the middle amount a subtask) when hard",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "units.speed",
+        speed,
+        "convert a speed in km/h to m/s; meters per hour is a subtask",
+        form="number",
+        steps=True,
+    ),
+]
+"""The geometry, trigonometry and unit families: name, generator, what each asks, the final form
+of its answers."""

@@ -1,15 +1,20 @@
-"""Shared pieces of the math families: exact formatting, difficulty scaling, task assembly.
+"""How a math task is written: exact formatting, difficulty scaling, task assembly, the
+catalogue entry of a family.
 
-Every family generator draws from the ``random.Random`` it is given and computes its gold
-answer exactly (``int``/``Fraction``, never floats). :func:`build` turns a statement, a
-question, the gold and the intermediate steps into a :class:`~llmgym.tasks.Task` whose
-subtasks are the steps (ids ``s1``, ``s2``...; the last asks the task's own question) and
-whose ``metadata["solution"]`` is a worked solution stating each step as ``work = value``.
+Every family generator (one theme per module of :mod:`llmgym.envs.math.families`) draws from
+the ``random.Random`` it is given and computes its gold answer exactly (``int``/``Fraction``,
+never floats). :func:`build` turns a statement, a question, the gold and the intermediate steps
+into a :class:`~llmgym.tasks.Task` whose subtasks are the steps (ids ``s1``, ``s2``...; the last
+asks the task's own question) and whose ``metadata["solution"]`` is a worked solution stating
+each step as ``work = value``.
 
-Every family declares the final form of its answer (``@reg.family(..., form="number")``, a
-name in :data:`llmgym.rewards.math.FORMS`): the task and its last subtask carry it in
+Every family declares the final form of its answer (``family(..., form="number")``, a name in
+:data:`llmgym.rewards.math.FORMS`): the task and its last subtask carry it in
 ``metadata["form"]``, each intermediate step its own (``Step.form``, a number by default), and
 the verifier enforces it, so the question's own expression, boxed, is not an answer.
+
+Not here: the families themselves (:mod:`llmgym.envs.math.families`), the env
+(:mod:`llmgym.envs.math.env`), grading (:mod:`llmgym.rewards.math`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from llmgym.rewards._math_form import FORMS
+from llmgym.rewards.math.form import FORMS
 from llmgym.tasks import Family, Subtask, Task, draft
 
 ANSWER_INSTRUCTION = "Put your final answer in \\boxed{}."
@@ -400,50 +405,41 @@ def gold_value_in_text(gold: str, text: str) -> bool:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """How one family is registered: its generator, whether its gold may appear in the
-    prompt, and the final form of its answer."""
+    """One entry of the catalogue: the family, whether its gold may appear in the prompt, and the
+    final form of its answers."""
 
     family: Family
     gold_may_appear: bool
     form: str
 
 
-class Registry:
-    """Collects a module's families; ``@reg.family(name, description, form=...)`` registers one.
+def family(
+    name: str,
+    generate: Generator,
+    description: str,
+    *,
+    form: str,
+    steps: bool = False,
+    gold_may_appear: bool = False,
+) -> FamilySpec:
+    """The catalogue entry of a family: ``generate`` under ``name``, with what it asks.
 
     ``form`` (a name in :data:`llmgym.rewards.math.FORMS`) is the final form of the family's
     answers: generated tasks carry it in ``metadata["form"]`` (a task built with its own
-    ``form`` keeps that one), and so does their last subtask. Unless ``gold_may_appear`` (an
-    answer that is legitimately one of the given numbers, as with a median or a gcd), a
-    generated task whose statement holds its gold's value (:func:`gold_value_in_text`) is
-    redrawn from the same ``rng`` (deterministic, at most 50 times).
+    ``form`` keeps that one), and so does their last subtask. ``steps`` says that its tasks have
+    subtasks. Unless ``gold_may_appear`` (an answer that is legitimately one of the given
+    numbers, as with a median or a gcd), a generated task whose statement holds its gold's value
+    (:func:`gold_value_in_text`) is redrawn from the same ``rng`` (deterministic, at most 50
+    times).
     """
-
-    def __init__(self) -> None:
-        self.specs: list[FamilySpec] = []
-
-    def family(
-        self,
-        name: str,
-        description: str,
-        *,
-        form: str,
-        steps: bool = False,
-        gold_may_appear: bool = False,
-    ) -> Callable[[Generator], Generator]:
-        if form not in FORMS or form in ("auto", "any"):
-            raise ValueError(
-                f"Family {name!r}: expects form in {sorted(set(FORMS) - {'auto', 'any'})}, "
-                f"actual: {form!r}"
-            )
-
-        def register(generate: Generator) -> Generator:
-            fn = generate if gold_may_appear else _redraw_leaks(generate)
-            fam = Family(name, _with_form(fn, form), description=description, has_subtasks=steps)
-            self.specs.append(FamilySpec(fam, gold_may_appear, form))
-            return generate
-
-        return register
+    if form not in FORMS or form in ("auto", "any"):
+        raise ValueError(
+            f"Family {name!r}: expects form in {sorted(set(FORMS) - {'auto', 'any'})}, "
+            f"actual: {form!r}"
+        )
+    fn = generate if gold_may_appear else _redraw_leaks(generate)
+    fam = Family(name, _with_form(fn, form), description=description, has_subtasks=steps)
+    return FamilySpec(fam, gold_may_appear, form)
 
 
 def _with_form(generate: Generator, form: str) -> Generator:

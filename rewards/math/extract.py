@@ -2,6 +2,7 @@
 
 Every scan here is linear in the response (regexes without nested quantifiers, brace matching
 bounded by :data:`MAX_BOX_CHARS`), so a megabyte of text costs milliseconds, not minutes.
+Whether the answer is right is the verifier's question (:mod:`llmgym.rewards.math.verifier`).
 """
 
 from __future__ import annotations
@@ -9,16 +10,12 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from llmgym.rewards._math_eval import Options
-from llmgym.rewards._math_parse import (
-    KNOWN_WORDS,
-    MAX_ANSWER_CHARS,
-    ParseError,
-    normalize,
-    parse,
-    undouble_backslashes,
-)
-from llmgym.rewards._math_values import to_value, values_eq
+from llmgym.rewards.math.evaluate import Options
+from llmgym.rewards.math.nodes import MAX_ANSWER_CHARS, ParseError
+from llmgym.rewards.math.normalize import normalize, undouble_backslashes
+from llmgym.rewards.math.parser import parse
+from llmgym.rewards.math.values import to_value, values_eq
+from llmgym.rewards.math.vocab import KNOWN_WORDS
 
 MAX_BOX_CHARS = 2 * MAX_ANSWER_CHARS
 """A ``\\boxed{`` whose closing brace is further away than this is treated as unterminated."""

@@ -1,7 +1,7 @@
 """Final forms: whether an answer that equals the gold is also written as an answer, not as a
 question (``3929 + 3359`` is equal to ``7288`` but is not an answer to "compute").
 
-A form is checked on the parsed answer (see :mod:`llmgym.rewards._math_parse`), after equality,
+A form is checked on the parsed answer (see :mod:`llmgym.rewards.math.parser`), after equality,
 so it costs one walk of a cached tree and only for answers that are already equal. Containers
 (tuples, sets, lists, intervals, unions, matrices, assignments ``x = ...``, inequalities on a
 variable, ``\\pm``) are in a form when every element is. Not in any value form: an operation on
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from llmgym.rewards._math_eval import exact, symbols
-from llmgym.rewards._math_parse import Node
-from llmgym.rewards._math_values import to_realset, to_value
+from llmgym.rewards.math.exact import exact
+from llmgym.rewards.math.nodes import Node, symbols
+from llmgym.rewards.math.realsets import to_realset
+from llmgym.rewards.math.values import to_value
 
 FORMS: dict[str, str] = {
     "number": "a single number (an integer, a decimal, or a fraction in lowest terms)",
@@ -90,7 +91,7 @@ def in_form(node: Node, text: str, form: str) -> bool:
     """Whether a parsed answer (``text`` is its normalised string) is written in ``form``
     (a name in :data:`FORMS` other than ``"auto"``/``"any"``).
 
-    >>> from llmgym.rewards._math_parse import parse
+    >>> from llmgym.rewards.math.parser import parse
     >>> in_form(parse("3 + 4"), "3 + 4", "number"), in_form(parse("7"), "7", "number")
     (False, True)
     >>> in_form(parse("\\\\sqrt{8}"), "\\\\sqrt{8}", "radical")
@@ -186,7 +187,7 @@ def _is_const(node: Node) -> bool:
 
 
 def _relation_final(node: Node, leaf: Any, *, symbolic: bool) -> bool:
-    """Mirrors how :mod:`~llmgym.rewards._math_values` reads a relation: only what gives the
+    """Mirrors how :mod:`~llmgym.rewards.math.values` reads a relation: only what gives the
     value (the right side of ``x = ...``) must be final; an equation or inequality that still
     needs solving is not, unless symbols are the answer (``symbolic``)."""
     exprs: tuple[Node, ...] = node[1]

@@ -7,10 +7,8 @@ import math
 import random
 from fractions import Fraction
 
-from llmgym.envs.math.common import NAMES, Registry, Step, build, decimal, money, scale, tex, up_to
+from llmgym.envs.math.build import NAMES, Step, build, decimal, family, money, scale, tex, up_to
 from llmgym.tasks import Task
-
-reg = Registry()
 
 _GOODS = (
     ("notebook", "notebooks", 2, 9), ("apple", "apples", 1, 3), ("book", "books", 8, 30),
@@ -20,12 +18,6 @@ _GOODS = (
 )  # fmt: skip
 
 
-@reg.family(
-    "word.shopping",
-    "buy several goods and get change; each cost and the total are subtasks",
-    steps=True,
-    form="number",
-)
 def shopping(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
     k = scale(d, 2, 4)
@@ -65,12 +57,6 @@ def shopping(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "word.travel",
-    "distance over two legs at different speeds (then average speed); each leg is a subtask",
-    steps=True,
-    form="number",
-)
 def travel(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
     vehicle = rng.choice(["drives", "cycles", "rides a scooter", "sails"])
@@ -132,12 +118,6 @@ def _hours(t: Fraction) -> str:
     return f"{decimal(t)} hour{'' if t == 1 else 's'}"
 
 
-@reg.family(
-    "word.work_rate",
-    "two workers together (combined rates); each rate is a subtask",
-    steps=True,
-    form="number",
-)
 def work_rate(rng: random.Random, d: float) -> Task:
     a_name, b_name = rng.sample(NAMES, 2)
     job = rng.choice(
@@ -177,12 +157,6 @@ def work_rate(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "word.age",
-    "an age puzzle (a linear equation); the younger age is a subtask",
-    steps=True,
-    form="number",
-)
 def age(rng: random.Random, d: float) -> Task:
     older, younger = rng.sample(NAMES, 2)
     m = 2 if d < 0.5 else rng.randint(2, 3)
@@ -200,12 +174,6 @@ def age(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "word.savings",
-    "weeks of saving to reach a goal (rounding up); the shortfall is a subtask",
-    steps=True,
-    form="number",
-)
 def savings(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
     thing = rng.choice(
@@ -228,12 +196,6 @@ def savings(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "word.inventory",
-    "a chain of 2-6 stock changes (sales, deliveries, fractions, percentages); each count is a subtask",
-    steps=True,
-    form="number",
-)
 def inventory(rng: random.Random, d: float) -> Task:
     shop = rng.choice(["bakery", "bookshop", "florist", "toy store", "garden center"])
     thing = rng.choice(["items", "boxes", "crates", "parcels"])
@@ -273,12 +235,6 @@ def inventory(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "word.wages",
-    "weekly pay with overtime at 1.5x; regular and overtime pay are subtasks",
-    steps=True,
-    form="number",
-)
 def wages(rng: random.Random, d: float) -> Task:
     name = rng.choice(NAMES)
     rate = Fraction(rng.randint(24, up_to(d, 60, 200)), 2 if d >= 0.4 else 1)
@@ -308,3 +264,57 @@ def wages(rng: random.Random, d: float) -> Task:
         final_work=f"{decimal(regular)} + {decimal(overtime)}",
         after=(0, 1),
     )
+
+
+SPECS = [
+    family(
+        "word.shopping",
+        shopping,
+        "buy several goods and get change; each cost and the total are subtasks",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.travel",
+        travel,
+        "distance over two legs at different speeds (then average speed); each leg is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.work_rate",
+        work_rate,
+        "two workers together (combined rates); each rate is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.age",
+        age,
+        "an age puzzle (a linear equation); the younger age is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.savings",
+        savings,
+        "weeks of saving to reach a goal (rounding up); the shortfall is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.inventory",
+        inventory,
+        "a chain of 2-6 stock changes (sales, deliveries, fractions, percentages); each count is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "word.wages",
+        wages,
+        "weekly pay with overtime at 1.5x; regular and overtime pay are subtasks",
+        form="number",
+        steps=True,
+    ),
+]
+"""The word-problem families: name, generator, what each asks, the final form of its answers."""

@@ -10,6 +10,9 @@ lhs)`` for a label made of variables: ``AB = 4``, ``\\frac{NO}{BO} = ...``, ``|A
 ``("D", pairs, values)`` several assignments (sorted by name; the values in the order written),
 ``("E", lhs, rhs)`` an equation, ``("R", node, var)`` a relation only sympy can solve, ``("X",
 name)`` a special answer (undefined...), ``("W", text)`` words.
+
+Scalars inside them are compared by :mod:`~llmgym.rewards.math.evaluate`; sets of reals are
+:mod:`~llmgym.rewards.math.realsets`, matrix arithmetic :mod:`~llmgym.rewards.math.matrices`.
 """
 
 from __future__ import annotations
@@ -19,26 +22,29 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from llmgym.rewards._math_eval import (
-    HasSymbols,
-    NotExact,
-    NotScalar,
+from llmgym.rewards.math.evaluate import (
     Options,
-    TooBig,
-    Undefined,
-    _ctx,
     all_pairs_match,
-    contains_kind,
     equations_equivalent,
-    exact,
-    real_key,
     scalar_eq,
-    symbols,
 )
-from llmgym.rewards._math_parse import Node
+from llmgym.rewards.math.exact import exact
+from llmgym.rewards.math.limits import NotScalar
+from llmgym.rewards.math.matrices import matrix_arith
+from llmgym.rewards.math.nodes import Node, contains_kind, symbols
+from llmgym.rewards.math.realsets import (
+    NEG_INF,
+    POS_INF,
+    complement,
+    intersect,
+    interval,
+    normalize_realset,
+    realset_eq,
+    solve_linear_chain,
+    to_realset,
+)
 
 Value = tuple[Any, ...]
-Interval = tuple[Any, Node, bool, Any, Node, bool]  # lo_key, lo, lo_closed, hi_key, hi, hi_closed
 
 SCALAR_KINDS = {
     "num",
@@ -54,9 +60,6 @@ SCALAR_KINDS = {
     "fn",
     "pm",
 }
-_POS_INF: Node = ("inf", 1)
-_NEG_INF: Node = ("inf", -1)
-_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
 
 SetSolver = Callable[[Node, Node, Options], bool | None]
 _set_solver: list[SetSolver] = []
@@ -144,7 +147,7 @@ def _has_degrees(node: Node) -> bool:
 def to_value(node: Node) -> Value:
     """The comparable value of a parsed answer.
 
-    >>> from llmgym.rewards._math_parse import parse
+    >>> from llmgym.rewards.math.parser import parse
     >>> to_value(parse("x = 3"))
     ('A', 'x', ('S', ('num', Fraction(3, 1), 1)))
     """
@@ -160,7 +163,7 @@ def to_value(node: Node) -> Value:
         kind = node[0]
     if kind in SCALAR_KINDS and contains_kind(node, {"matrix"}):
         # \begin{pmatrix}..\end{pmatrix} + \begin{pmatrix}..\end{pmatrix}: do the arithmetic
-        result = _matrix_arith(node)
+        result = matrix_arith(node)
         if result[0] != "matrix":
             raise NotScalar
         return to_value(result)
@@ -173,7 +176,7 @@ def to_value(node: Node) -> Value:
         if name == "empty":
             return ("F", ())
         if name == "reals":
-            return ("I", (_interval(_NEG_INF, False, _POS_INF, False),))
+            return ("I", (interval(NEG_INF, False, POS_INF, False),))
         return ("X", name)
     if kind == "text":
         return ("W", " ".join(str(node[1]).lower().split()))
@@ -231,129 +234,6 @@ def _label_key(node: Node) -> str | None:
     return None
 
 
-MAX_MATRIX_DIM = 12
-MAX_MATRIX_POWER = 16
-MAX_MATRIX_NODES = 20_000
-"""Matrix arithmetic whose symbolic entries grow past this many nodes (as trees: products of
-products share their parts in memory, not when evaluated) is not done."""
-
-
-def _checked(m: Node) -> Node:
-    count, stack = 0, [m]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, tuple):
-            count += 1
-            if count > MAX_MATRIX_NODES:
-                raise NotScalar  # too large to work out: not compared
-            stack.extend(c for c in n if isinstance(c, tuple))
-    return m
-
-
-def _entry(node: Node) -> Node:
-    """A matrix entry, folded to a number when it is one (keeps products of products small)."""
-    try:
-        value = exact(node)
-    except Exception:  # symbolic or irrational: kept as an expression
-        return node
-    return ("num", value, 0) if isinstance(value, Fraction) else node
-
-
-def _matmul(a: Node, b: Node) -> Node:
-    ra, rb = a[1], b[1]
-    if len(ra[0]) != len(rb):
-        raise NotScalar  # shapes that do not multiply
-    cols = range(len(rb[0]))
-    return _checked(
-        (
-            "matrix",
-            tuple(
-                tuple(
-                    _entry(("add", tuple(("mul", (row[k], rb[k][j])) for k in range(len(rb)))))
-                    for j in cols
-                )
-                for row in ra
-            ),
-        )
-    )
-
-
-def _entrywise(m: Node, fn: Callable[[Node], Node]) -> Node:
-    return _checked(("matrix", tuple(tuple(_entry(fn(x)) for x in row) for row in m[1])))
-
-
-def _scaled(m: Node, c: Node, *, matrix_first: bool) -> Node:
-    """``m`` times the scalar ``c`` (in the order written)."""
-
-    def times(x: Node) -> Node:
-        return ("mul", (x, c) if matrix_first else (c, x))
-
-    return _entrywise(m, times)
-
-
-def _matrix_arith(node: Node) -> Node:
-    """Sums, products, scalar multiples and small powers of matrices, done (entries stay
-    expressions): the matrix it equals, or a scalar node; NotScalar when shapes disagree."""
-    kind = node[0]
-    if kind == "matrix":
-        rows = node[1]
-        if len(rows) > MAX_MATRIX_DIM or len(rows[0]) > MAX_MATRIX_DIM:
-            raise NotScalar
-        return node
-    if not contains_kind(node, {"matrix"}):
-        return node
-    if kind == "neg":
-        inner = _matrix_arith(node[1])
-        return _entrywise(inner, lambda x: ("neg", x))
-    if kind == "add":
-        terms = [_matrix_arith(t) for t in node[1]]
-        if any(t[0] != "matrix" for t in terms):
-            raise NotScalar  # a matrix plus a number
-        shape = (len(terms[0][1]), len(terms[0][1][0]))
-        if any((len(t[1]), len(t[1][0])) != shape for t in terms):
-            raise NotScalar
-        return (
-            "matrix",
-            tuple(
-                tuple(_entry(("add", tuple(t[1][i][j] for t in terms))) for j in range(shape[1]))
-                for i in range(shape[0])
-            ),
-        )
-    if kind == "mul":
-        acc = _matrix_arith(node[1][0])
-        for factor in node[1][1:]:
-            f = _matrix_arith(factor)
-            if acc[0] == "matrix" and f[0] == "matrix":
-                acc = _matmul(acc, f)
-            elif acc[0] == "matrix":
-                acc = _scaled(acc, f, matrix_first=True)
-            elif f[0] == "matrix":
-                acc = _scaled(f, acc, matrix_first=False)
-            else:
-                acc = ("mul", (acc, f))
-        return acc
-    if kind == "div":
-        num, den = _matrix_arith(node[1]), _matrix_arith(node[2])
-        if num[0] != "matrix" or den[0] == "matrix":
-            raise NotScalar
-        return _entrywise(num, lambda x: ("div", x, den))
-    if kind == "pow":
-        base = _matrix_arith(node[1])
-        try:
-            k = exact(node[2])
-        except Exception:  # a symbolic power of a matrix
-            raise NotScalar from None
-        if base[0] != "matrix" or not isinstance(k, Fraction) or k.denominator != 1:
-            raise NotScalar
-        if not 1 <= k <= MAX_MATRIX_POWER or len(base[1]) != len(base[1][0]):
-            raise NotScalar
-        result = base
-        for _ in range(int(k) - 1):
-            result = _matmul(result, base)
-        return result
-    raise NotScalar
-
-
 def _or_inner(vals: list[Value]) -> Value:
     """Values joined by "or" for one variable: a list of points, or a union of sets of reals."""
     if all(v[0] in ("S", "L") for v in vals):
@@ -390,7 +270,7 @@ def _rel_value(node: Node) -> Value:
             if all(s is not None for s in sets):
                 result = sets[0]
                 for other in sets[1:]:
-                    result = _intersect(result, other)  # type: ignore[arg-type]
+                    result = intersect(result, other)  # type: ignore[arg-type]
                 return ("A", variants[0][1], ("I", result))
         raise NotScalar
     if "~" in ops and not all(op == "~" for op in ops):
@@ -432,88 +312,11 @@ def _rel_value(node: Node) -> Value:
         names = set().union(*(symbols(e) for e in exprs))
         if len(names) == 1:
             var = next(iter(names))
-            solved = _solve_linear_chain(exprs, ops, var)
+            solved = solve_linear_chain(exprs, ops, var)
             if solved is not None:
                 return ("A", var, ("I", solved))
             return ("A", var, ("R", node, var))
     raise NotScalar
-
-
-# ---------------------------------------------------------------------------------------------
-# Sets of reals
-# ---------------------------------------------------------------------------------------------
-
-
-def _interval(lo: Node, lo_closed: bool, hi: Node, hi_closed: bool) -> Interval:
-    lo_key, hi_key = real_key(lo), real_key(hi)
-    ctx = _ctx()
-    # a closed bracket at infinity ("[2, \infty]") is read as open
-    if lo_key == -ctx.inf:
-        lo_closed = False
-    if hi_key == ctx.inf:
-        hi_closed = False
-    return (lo_key, lo, lo_closed, hi_key, hi, hi_closed)
-
-
-def normalize_realset(intervals: list[Interval]) -> tuple[Interval, ...]:
-    """Sorted, disjoint, non-empty intervals (overlapping or touching ones merged)."""
-    live = [iv for iv in intervals if iv[0] < iv[3] or (iv[0] == iv[3] and iv[2] and iv[5])]
-    live.sort(key=lambda iv: (iv[0], not iv[2]))
-    out: list[Interval] = []
-    for iv in live:
-        if out:
-            cur = out[-1]
-            touches = iv[0] < cur[3] or (iv[0] == cur[3] and (cur[5] or iv[2]))
-            if touches:
-                if iv[3] > cur[3] or (iv[3] == cur[3] and iv[5] and not cur[5]):
-                    out[-1] = (cur[0], cur[1], cur[2], iv[3], iv[4], iv[5])
-                continue
-        out.append(iv)
-    return tuple(out)
-
-
-def _complement(ivs: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    ctx = _ctx()
-    out: list[Interval] = []
-    lo_key, lo, lo_closed = -ctx.inf, _NEG_INF, False
-    for iv in ivs:
-        out.append((lo_key, lo, lo_closed, iv[0], iv[1], not iv[2]))
-        lo_key, lo, lo_closed = iv[3], iv[4], not iv[5]
-    out.append((lo_key, lo, lo_closed, ctx.inf, _POS_INF, False))
-    return normalize_realset(out)
-
-
-def _intersect(a: tuple[Interval, ...], b: tuple[Interval, ...]) -> tuple[Interval, ...]:
-    out: list[Interval] = []
-    for x in a:
-        for y in b:
-            lo = x if (x[0] > y[0] or (x[0] == y[0] and not x[2])) else y
-            hi = x if (x[3] < y[3] or (x[3] == y[3] and not x[5])) else y
-            out.append((lo[0], lo[1], lo[2], hi[3], hi[4], hi[5]))
-    return normalize_realset(out)
-
-
-def to_realset(v: Value) -> tuple[Interval, ...] | None:
-    """The value as a set of reals, or None (an ordered pair of non-reals, symbols...)."""
-    try:
-        kind = v[0]
-        if kind == "I":
-            return v[1]  # type: ignore[no-any-return]
-        if kind == "A":
-            return to_realset(v[2])
-        if kind == "T" and len(v[3]) == 2 and all(x[0] == "S" for x in v[3]):
-            lo, hi = v[3][0][1], v[3][1][1]
-            iv = _interval(lo, v[1] == "[", hi, v[2] == "]")
-            if not iv[0] < iv[3]:
-                return None
-            return (iv,)
-        if kind in ("F", "L") and all(x[0] == "S" for x in v[1]):
-            return normalize_realset([_interval(x[1], True, x[1], True) for x in v[1]])
-        if kind == "S":
-            return normalize_realset([_interval(v[1], True, v[1], True)])
-    except (HasSymbols, NotExact, Undefined, TooBig, NotScalar, ValueError, ArithmeticError):
-        return None
-    return None
 
 
 def _setop_value(node: Node) -> Value:
@@ -523,82 +326,8 @@ def _setop_value(node: Node) -> Value:
     if node[1] == "cup":
         return ("I", normalize_realset(list(a) + list(b)))
     if node[1] == "cap":
-        return ("I", _intersect(a, b))
-    return ("I", _intersect(a, _complement(b)))
-
-
-_LINEAR_POINTS = (Fraction(0), Fraction(1), Fraction(-2), Fraction(7, 3), Fraction(-13, 5))
-
-
-def _linear(expr: Node, var: str) -> tuple[Fraction, Fraction] | None:
-    """(slope, intercept) if ``expr`` is linear in ``var`` with rational coefficients."""
-    try:
-        values = [exact(expr, {var: x}) for x in _LINEAR_POINTS]
-    except (NotExact, TooBig, Undefined, NotScalar, HasSymbols, ZeroDivisionError):
-        return None
-    if not all(isinstance(x, Fraction) for x in values):
-        return None
-    v0, v1 = values[0], values[1]
-    slope = v1 - v0
-    if any(v != v0 + slope * x for v, x in zip(values, _LINEAR_POINTS, strict=True)):
-        return None
-    return slope, v0  # type: ignore[return-value]
-
-
-def _half_line(op: str, point: Fraction) -> tuple[Interval, ...]:
-    """{x : x op point}."""
-    p: Node = ("num", point, 0)
-    if op == "=":
-        return normalize_realset([_interval(p, True, p, True)])
-    if op == "!=":
-        return _complement(normalize_realset([_interval(p, True, p, True)]))
-    if op in ("<", "<="):
-        return normalize_realset([_interval(_NEG_INF, False, p, op == "<=")])
-    return normalize_realset([_interval(p, op == ">=", _POS_INF, False)])
-
-
-def _solve_linear_chain(
-    exprs: tuple[Node, ...], ops: tuple[str, ...], var: str
-) -> tuple[Interval, ...] | None:
-    """Solve ``e0 op1 e1 op2 e2 ...`` for ``var`` when every link is linear; else None."""
-    ctx = _ctx()
-    result: tuple[Interval, ...] = ((-ctx.inf, _NEG_INF, False, ctx.inf, _POS_INF, False),)
-    for left, op, right in zip(exprs, ops, exprs[1:], strict=False):
-        if op not in _FLIP:
-            return None
-        if left[0] == "inf" or right[0] == "inf" or (left[0] == "neg" and left[1][0] == "inf"):
-            continue  # -oo < x: no constraint
-        lin = _linear(("add", (left, ("neg", right))), var)
-        if lin is None:
-            return None
-        slope, intercept = lin
-        if slope == 0:
-            holds = {
-                "<": intercept < 0,
-                "<=": intercept <= 0,
-                ">": intercept > 0,
-                ">=": intercept >= 0,
-                "=": intercept == 0,
-                "!=": intercept != 0,
-            }[op]
-            if not holds:
-                return ()
-            continue
-        # slope * x + intercept op 0  <=>  x op' -intercept / slope
-        link_op = op if slope > 0 else _FLIP[op]
-        result = _intersect(result, _half_line(link_op, -intercept / slope))
-    return result
-
-
-def realset_eq(a: tuple[Interval, ...], b: tuple[Interval, ...], opts: Options) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=False):
-        if x[2] != y[2] or x[5] != y[5]:
-            return False
-        if not (scalar_eq(x[1], y[1], opts) and scalar_eq(x[4], y[4], opts)):
-            return False
-    return True
+        return ("I", intersect(a, b))
+    return ("I", intersect(a, complement(b)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -631,7 +360,7 @@ def _vector_of(v: Value) -> tuple[Value, ...] | None:
 
 
 def values_eq(a: Value, b: Value, opts: Options) -> bool:
-    """Whether two answer values are equal (the semantics are documented in ``math.py``)."""
+    """Whether two answer values are equal (the semantics are documented in :mod:`llmgym.rewards.math`)."""
     ka, kb = a[0], b[0]
     # assignments: x = 3 vs 3, x = 3 vs x = 3, y = 2x + 1 vs 2x - y + 1 = 0
     if ka == "A" and kb == "A":

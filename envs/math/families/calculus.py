@@ -6,11 +6,11 @@ import random
 from collections.abc import Sequence
 from fractions import Fraction
 
-from llmgym.envs.math.common import (
-    Registry,
+from llmgym.envs.math.build import (
     Step,
     build,
     coef_term,
+    family,
     linear,
     matrix,
     nonzero,
@@ -21,18 +21,12 @@ from llmgym.envs.math.common import (
     tex,
     up_to,
 )
-from llmgym.envs.math.fam_algebra import det, poly_eval, poly_mul
+from llmgym.envs.math.families.algebra import det, poly_eval, poly_mul
 from llmgym.tasks import Task
 
-reg = Registry()
 MATRIX_FORMAT = "Write a matrix as \\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix}."
 
 
-@reg.family(
-    "log.eval",
-    "evaluate log_b(x) exactly (integer, negative, then fractional values)",
-    form="number",
-)
 def log_eval(rng: random.Random, d: float) -> Task:
     c = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 5, 6, 7, 10])
     q = 1 if d < 0.4 else rng.randint(1, 3)
@@ -47,12 +41,6 @@ def log_eval(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "log.equation",
-    "a logarithmic equation; the argument's value is a subtask",
-    steps=True,
-    form="number",
-)
 def log_equation(rng: random.Random, d: float) -> Task:
     b = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 4, 5, 10])
     if d < 0.6:
@@ -78,7 +66,6 @@ def log_equation(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("log.rules", "combine logarithms with the product and quotient rules", form="number")
 def log_rules(rng: random.Random, d: float) -> Task:
     b = rng.choice([2, 3, 5]) if d < 0.5 else rng.choice([2, 3, 4, 5, 6, 10])
     k = rng.randint(1, scale(d, 3, 6))
@@ -99,12 +86,6 @@ def _minor(m: Sequence[Sequence[int]], j: int) -> list[list[int]]:
     return [list(row[:j]) + list(row[j + 1 :]) for row in m[1:]]
 
 
-@reg.family(
-    "matrix.det",
-    "a 2x2 or 3x3 determinant; the first-row minors of a 3x3 are subtasks",
-    steps=True,
-    form="number",
-)
 def determinant(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
     if d < 0.4:
@@ -137,7 +118,6 @@ def determinant(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("matrix.mul", "a matrix product (2x2, then rectangular)", form="number")
 def matmul(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 10)
     n, k, p = (2, 2, 2) if d < 0.5 else (rng.randint(2, 3), rng.randint(2, 3), rng.randint(2, 3))
@@ -147,12 +127,6 @@ def matmul(rng: random.Random, d: float) -> Task:
     return build("", f"Compute the product ${matrix(a)}{matrix(b)}$.", matrix(c), fmt=MATRIX_FORMAT)
 
 
-@reg.family(
-    "matrix.inverse",
-    "the inverse of a 2x2 matrix; the determinant is a subtask",
-    steps=True,
-    form="number",
-)
 def inverse(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 9)
     while True:
@@ -177,7 +151,6 @@ def inverse(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("vector.products", "dot products, then cross products of 3-vectors", form="number")
 def vector_products(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.3 else 3
     hi = scale(d, 5, 12)
@@ -213,9 +186,6 @@ def complex_tex(re_part: Fraction, im_part: Fraction) -> str:
     return (text + term) or "0"
 
 
-@reg.family(
-    "complex.arith", "products and quotients of complex numbers in a + bi form", form="complex"
-)
 def complex_arith(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
     a, b, c, e = (nonzero(rng, hi) for _ in range(4))
@@ -257,12 +227,6 @@ def _random_poly(rng: random.Random, degree: int, hi: int) -> list[int]:
     return [rng.randint(-hi, hi) for _ in range(degree)] + [nonzero(rng, hi)]
 
 
-@reg.family(
-    "calc.derivative",
-    "f'(a) for a polynomial (then a product); the derivative f'(x) is a subtask",
-    steps=True,
-    form="number",
-)
 def derivative(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 9)
     a = rng.randint(-scale(d, 3, 5), scale(d, 3, 5))
@@ -283,12 +247,6 @@ def derivative(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "calc.integral",
-    "a definite integral of a polynomial; the antiderivative at each limit is a subtask",
-    steps=True,
-    form="number",
-)
 def integral(rng: random.Random, d: float) -> Task:
     f = _random_poly(rng, scale(d, 1, 4), scale(d, 4, 9))
     lo = rng.randint(-scale(d, 2, 5), scale(d, 2, 4))
@@ -314,11 +272,6 @@ def integral(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "calc.limit",
-    "limits of rational functions (at infinity, then removable singularities)",
-    form="number",
-)
 def limit(rng: random.Random, d: float) -> Task:
     hi = scale(d, 5, 12)
     if d < 0.4:
@@ -343,12 +296,6 @@ def limit(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "calc.tangent",
-    "the y-intercept of a tangent line; f(a) and f'(a) are subtasks",
-    steps=True,
-    form="number",
-)
 def tangent(rng: random.Random, d: float) -> Task:
     f = _random_poly(rng, scale(d, 2, 4), scale(d, 4, 8))
     a = nonzero(rng, scale(d, 3, 5))
@@ -369,3 +316,82 @@ def tangent(rng: random.Random, d: float) -> Task:
         final_work=f"{paren(fa)} - {paren(slope)} \\cdot {paren(a)}",
         after=(0, 1),
     )
+
+
+SPECS = [
+    family(
+        "log.eval",
+        log_eval,
+        "evaluate log_b(x) exactly (integer, negative, then fractional values)",
+        form="number",
+    ),
+    family(
+        "log.equation",
+        log_equation,
+        "a logarithmic equation; the argument's value is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "log.rules",
+        log_rules,
+        "combine logarithms with the product and quotient rules",
+        form="number",
+    ),
+    family(
+        "matrix.det",
+        determinant,
+        "a 2x2 or 3x3 determinant; the first-row minors of a 3x3 are subtasks",
+        form="number",
+        steps=True,
+    ),
+    family("matrix.mul", matmul, "a matrix product (2x2, then rectangular)", form="number"),
+    family(
+        "matrix.inverse",
+        inverse,
+        "the inverse of a 2x2 matrix; the determinant is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "vector.products",
+        vector_products,
+        "dot products, then cross products of 3-vectors",
+        form="number",
+    ),
+    family(
+        "complex.arith",
+        complex_arith,
+        "products and quotients of complex numbers in a + bi form",
+        form="complex",
+    ),
+    family(
+        "calc.derivative",
+        derivative,
+        "f'(a) for a polynomial (then a product); the derivative f'(x) is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "calc.integral",
+        integral,
+        "a definite integral of a polynomial; the antiderivative at each limit is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "calc.limit",
+        limit,
+        "limits of rational functions (at infinity, then removable singularities)",
+        form="number",
+    ),
+    family(
+        "calc.tangent",
+        tangent,
+        "the y-intercept of a tangent line; f(a) and f'(a) are subtasks",
+        form="number",
+        steps=True,
+    ),
+]
+"""The logarithm, matrix, vector, complex-number and calculus families: name, generator, what
+each asks, the final form of its answers."""

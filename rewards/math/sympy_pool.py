@@ -59,7 +59,8 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes | None:
 class _Worker:
     def __init__(self) -> None:
         # -c, not the script path: a script's folder would go first on sys.path, and this
-        # folder holds a math.py that would shadow the standard library's.
+        # folder's modules (parser.py, tokens.py...) would shadow any top-level module of
+        # the same name that sympy imports.
         self.proc = subprocess.Popen(
             [sys.executable, "-u", "-c", _BOOTSTRAP, os.path.abspath(__file__)],
             stdin=subprocess.PIPE,

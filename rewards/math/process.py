@@ -37,6 +37,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from llmgym.rewards.base import RewardResult
+from llmgym.rewards.math.verifier import math_equal
 
 MAX_REASONING_CHARS = 50_000
 """The step checker reads at most this many characters of reasoning."""
@@ -479,8 +480,6 @@ def _match(
     """Greedy earliest match of each milestone (in dependency order) to an unused equation
     after the equations that matched its (transitive) dependencies; returns
     {milestone id: equation index}."""
-    from llmgym.rewards.math import math_equal
-
     order = _dependency_order(milestones)
     ancestors = _ancestors(milestones)
     used: set[int] = set()

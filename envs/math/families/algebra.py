@@ -7,10 +7,10 @@ import random
 from collections.abc import Sequence
 from fractions import Fraction
 
-from llmgym.envs.math.common import (
-    Registry,
+from llmgym.envs.math.build import (
     Step,
     build,
+    family,
     interval,
     linear,
     nonzero,
@@ -23,8 +23,6 @@ from llmgym.envs.math.common import (
     up_to,
 )
 from llmgym.tasks import Task
-
-reg = Registry()
 
 SOLUTIONS_FORMAT = "If there are several solutions, list them all, separated by commas."
 INTERVAL_FORMAT = "Write the solution set in interval notation (use \\cup for a union)."
@@ -56,11 +54,6 @@ def _rational(rng: random.Random, hi: int, den_hi: int) -> Fraction:
     return Fraction(rng.randint(-hi, hi), den)
 
 
-@reg.family(
-    "algebra.linear",
-    "a linear equation in one unknown (integer, then fractional roots)",
-    form="number",
-)
 def linear_equation(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 60)
     den = 1 if d < 0.5 else rng.randint(1, scale(d, 1, 9))
@@ -75,12 +68,6 @@ def linear_equation(rng: random.Random, d: float) -> Task:
     return build("", f"Solve for $x$: ${linear(a, b)} = {rhs}$.", tex(root))
 
 
-@reg.family(
-    "algebra.quadratic",
-    "a quadratic equation; rational roots, then irrational ones (±); the discriminant is a subtask",
-    steps=True,
-    form="radical",
-)
 def quadratic(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, 15)
     if d < 0.6:
@@ -120,12 +107,6 @@ def quadratic(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "algebra.system",
-    "a 2x2 (then 3x3) linear system with an integer solution; each unknown is a subtask",
-    steps=True,
-    form="number",
-)
 def system(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.6 else 3
     names = ["x", "y", "z"][:n]
@@ -171,7 +152,6 @@ def det(m: list[list[int]]) -> int:
     )
 
 
-@reg.family("algebra.evaluate", "evaluate a polynomial expression at given values", form="number")
 def evaluate(rng: random.Random, d: float) -> Task:
     degree = scale(d, 1, 4)
     coeffs = [rng.randint(-9, 9) for _ in range(degree)] + [nonzero(rng, 9)]
@@ -181,9 +161,6 @@ def evaluate(rng: random.Random, d: float) -> Task:
     return build("", f"If $x = {tex(x)}$, what is ${poly(coeffs)}$?", tex(poly_eval(coeffs, x)))
 
 
-@reg.family(
-    "algebra.exponents", "combine powers of a common base: find the exponent", form="number"
-)
 def exponents(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3])
     k = scale(d, 2, 4)
@@ -202,9 +179,6 @@ def exponents(rng: random.Random, d: float) -> Task:
     return build("", f"If ${text} = {base}^n$, what is $n$?", str(total))
 
 
-@reg.family(
-    "algebra.abs_equation", "an absolute-value equation |ax + b| = c (two solutions)", form="number"
-)
 def abs_equation(rng: random.Random, d: float) -> Task:
     a = nonzero(rng, scale(d, 1, 6))
     b = rng.randint(-up_to(d, 9, 40), up_to(d, 9, 40))
@@ -218,12 +192,6 @@ def abs_equation(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "algebra.compose",
-    "a composition f(g(k)); the inner value is a subtask",
-    steps=True,
-    form="number",
-)
 def compose(rng: random.Random, d: float) -> Task:
     a, b = nonzero(rng, scale(d, 4, 9)), rng.randint(-9, 9)
     c, e = nonzero(rng, scale(d, 2, 5)), rng.randint(-9, 9)
@@ -241,7 +209,6 @@ def compose(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("algebra.inverse", "evaluate the inverse of a linear function", form="number")
 def inverse(rng: random.Random, d: float) -> Task:
     a, b = nonzero(rng, scale(d, 3, 9)), rng.randint(-12, 12)
     c = rng.randint(1, scale(d, 1, 6))
@@ -250,7 +217,6 @@ def inverse(rng: random.Random, d: float) -> Task:
     return build(f"Let $f(x) = {fx}$.", f"What is $f^{{-1}}({k})$?", tex(Fraction(c * k - b, a)))
 
 
-@reg.family("ineq.linear", "a linear inequality; the answer is an interval", form="number")
 def ineq_linear(rng: random.Random, d: float) -> Task:
     a, c = nonzero(rng, scale(d, 5, 12)), rng.randint(-6, 6) if d >= 0.4 else 0
     if a == c:
@@ -272,12 +238,6 @@ def ineq_linear(rng: random.Random, d: float) -> Task:
     return build("", f"Solve ${linear(a, b)} {op} {rhs}$.", answer, fmt=INTERVAL_FORMAT)
 
 
-@reg.family(
-    "ineq.quadratic",
-    "a quadratic inequality with integer roots; the roots are subtasks",
-    steps=True,
-    form="number",
-)
 def ineq_quadratic(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, 20)
     r1 = rng.randint(-hi, hi)
@@ -308,7 +268,6 @@ def ineq_quadratic(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("ineq.abs", "an absolute-value inequality |x - a| < b or > b", form="number")
 def ineq_abs(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 9, 50), up_to(d, 9, 50))
     b = rng.randint(1, up_to(d, 9, 40))
@@ -327,11 +286,6 @@ def ineq_abs(rng: random.Random, d: float) -> Task:
     return build("", f"Solve $|{linear(k, -a)}| {op} {b}$.", answer, fmt=INTERVAL_FORMAT)
 
 
-@reg.family(
-    "poly.expand_coeff",
-    "expand a product of linear factors and read one coefficient",
-    form="number",
-)
 def expand_coeff(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 5)
     hi = scale(d, 3, 9)
@@ -350,9 +304,6 @@ def expand_coeff(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "poly.factor", "factor a polynomial with integer linear factors completely", form="factored"
-)
 def factor(rng: random.Random, d: float) -> Task:
     k = 2 if d < 0.6 else 3
     lead_hi = scale(d, 1, 3)
@@ -374,7 +325,6 @@ def factor(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("poly.roots", "all roots of a cubic with integer roots", form="number")
 def roots(rng: random.Random, d: float) -> Task:
     hi = scale(d, 4, 12)
     rs = rng.sample(range(-hi, hi + 1), 3)
@@ -387,7 +337,6 @@ def roots(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("poly.remainder", "the remainder of a polynomial division by x - a", form="number")
 def remainder(rng: random.Random, d: float) -> Task:
     degree = scale(d, 2, 6)
     coeffs = [rng.randint(-9, 9) for _ in range(degree)] + [nonzero(rng, 5)]
@@ -397,3 +346,84 @@ def remainder(rng: random.Random, d: float) -> Task:
         f"What is the remainder when ${poly(coeffs)}$ is divided by ${linear(1, -a)}$?",
         tex(poly_eval(coeffs, a)),
     )
+
+
+SPECS = [
+    family(
+        "algebra.linear",
+        linear_equation,
+        "a linear equation in one unknown (integer, then fractional roots)",
+        form="number",
+    ),
+    family(
+        "algebra.quadratic",
+        quadratic,
+        "a quadratic equation; rational roots, then irrational ones (±); the discriminant is a subtask",
+        form="radical",
+        steps=True,
+    ),
+    family(
+        "algebra.system",
+        system,
+        "a 2x2 (then 3x3) linear system with an integer solution; each unknown is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "algebra.evaluate",
+        evaluate,
+        "evaluate a polynomial expression at given values",
+        form="number",
+    ),
+    family(
+        "algebra.exponents",
+        exponents,
+        "combine powers of a common base: find the exponent",
+        form="number",
+    ),
+    family(
+        "algebra.abs_equation",
+        abs_equation,
+        "an absolute-value equation |ax + b| = c (two solutions)",
+        form="number",
+    ),
+    family(
+        "algebra.compose",
+        compose,
+        "a composition f(g(k)); the inner value is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family("algebra.inverse", inverse, "evaluate the inverse of a linear function", form="number"),
+    family(
+        "ineq.linear", ineq_linear, "a linear inequality; the answer is an interval", form="number"
+    ),
+    family(
+        "ineq.quadratic",
+        ineq_quadratic,
+        "a quadratic inequality with integer roots; the roots are subtasks",
+        form="number",
+        steps=True,
+    ),
+    family("ineq.abs", ineq_abs, "an absolute-value inequality |x - a| < b or > b", form="number"),
+    family(
+        "poly.expand_coeff",
+        expand_coeff,
+        "expand a product of linear factors and read one coefficient",
+        form="number",
+    ),
+    family(
+        "poly.factor",
+        factor,
+        "factor a polynomial with integer linear factors completely",
+        form="factored",
+    ),
+    family("poly.roots", roots, "all roots of a cubic with integer roots", form="number"),
+    family(
+        "poly.remainder",
+        remainder,
+        "the remainder of a polynomial division by x - a",
+        form="number",
+    ),
+]
+"""The algebra families: name, generator, what each asks, the final form of its answers."""

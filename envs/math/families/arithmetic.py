@@ -7,12 +7,12 @@ import random
 from fractions import Fraction
 from typing import Any
 
-from llmgym.envs.math.common import (
+from llmgym.envs.math.build import (
     NAMES,
-    Registry,
     Step,
     build,
     decimal,
+    family,
     money,
     nonzero,
     paren,
@@ -22,19 +22,13 @@ from llmgym.envs.math.common import (
 )
 from llmgym.tasks import Task
 
-reg = Registry()
 
-
-@reg.family(
-    "arith.add_small", "a + b; at difficulty 0 two digits 1..9 (the easiest family)", form="number"
-)
 def add_small(rng: random.Random, d: float) -> Task:
     hi = up_to(d, 9, 99)
     a, b = rng.randint(1, hi), rng.randint(1, hi)
     return build("", f"What is {a} + {b}?", str(a + b))
 
 
-@reg.family("arith.add_sub", "a sum of 2-7 signed integers of 1-5 digits", form="number")
 def add_sub(rng: random.Random, d: float) -> Task:
     terms = scale(d, 2, 7)
     hi = up_to(d, 20, 99_999)
@@ -43,7 +37,6 @@ def add_sub(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${text}$.", str(sum(values)))
 
 
-@reg.family("arith.mul", "a product of two or three integers", form="number")
 def mul(rng: random.Random, d: float) -> Task:
     factors = [rng.randint(2, up_to(d, 9, 9999)), rng.randint(2, up_to(d, 9, 999))]
     if d >= 0.7:
@@ -52,7 +45,6 @@ def mul(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${text}$.", str(math.prod(factors)))
 
 
-@reg.family("arith.div", "exact integer division (long division)", form="number")
 def div(rng: random.Random, d: float) -> Task:
     divisor = rng.randint(2, up_to(d, 9, 999))
     quotient = rng.randint(2, up_to(d, 12, 9999))
@@ -113,12 +105,6 @@ def _flat(node: Node) -> str:
     return f"{paren(_value(left))} {_SYM[op]} {paren(_value(right))}"
 
 
-@reg.family(
-    "arith.order_ops",
-    "an expression with + - × ÷ and parentheses; each parenthesized part is a subtask",
-    steps=True,
-    form="number",
-)
 def order_ops(rng: random.Random, d: float) -> Task:
     depth = scale(d, 2, 5)
     hi = up_to(d, 9, 30)
@@ -158,7 +144,6 @@ def _contains(outer: Node, inner: Node) -> bool:
     return False
 
 
-@reg.family("arith.powers", "signed integer powers and their sums", form="number")
 def powers(rng: random.Random, d: float) -> Task:
     terms = scale(d, 1, 3)
     total = 0
@@ -173,7 +158,6 @@ def powers(rng: random.Random, d: float) -> Task:
     return build("", f"Compute ${' '.join(parts)}$.", str(total))
 
 
-@reg.family("arith.decimal", "sums and products of decimals (exact)", form="number")
 def decimals(rng: random.Random, d: float) -> Task:
     places = scale(d, 1, 3)
     hi = up_to(d, 99, 99_999)
@@ -194,12 +178,6 @@ def _fraction(rng: random.Random, hi: int, *, signed: bool) -> Fraction:
     return -value if signed and rng.random() < 0.4 else value
 
 
-@reg.family(
-    "frac.add",
-    "sums of fractions in lowest terms; the least common denominator is a subtask",
-    steps=True,
-    form="fraction",
-)
 def frac_add(rng: random.Random, d: float) -> Task:
     n = scale(d, 2, 4)
     values = [_fraction(rng, up_to(d, 6, 24), signed=d >= 0.5) for _ in range(n)]
@@ -221,7 +199,6 @@ def frac_add(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("frac.mul_div", "products and quotients of fractions", form="fraction")
 def frac_mul_div(rng: random.Random, d: float) -> Task:
     n = scale(d, 2, 4)
     values = [_fraction(rng, up_to(d, 9, 20), signed=d >= 0.5) for _ in range(n)]
@@ -242,7 +219,6 @@ def frac_mul_div(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("frac.of", "a fraction of a quantity (a word problem)", form="number")
 def frac_of(rng: random.Random, d: float) -> Task:
     den = rng.randint(2, scale(d, 5, 16))
     num = rng.randint(1, den - 1)
@@ -257,7 +233,6 @@ def frac_of(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("percent.of", "p% of a number", form="number")
 def percent_of(rng: random.Random, d: float) -> Task:
     p = Fraction(
         rng.choice([10, 20, 25, 50, 75, 5, 15, 30, 40, 60]) if d < 0.4 else rng.randint(1, 199)
@@ -269,12 +244,6 @@ def percent_of(rng: random.Random, d: float) -> Task:
     return build("", f"What is ${decimal(p)}\\%$ of ${base}$?", decimal(value))
 
 
-@reg.family(
-    "percent.change",
-    "percent increase or decrease; the change is a subtask",
-    steps=True,
-    form="number",
-)
 def percent_change(rng: random.Random, d: float) -> Task:
     old = rng.randint(2, up_to(d, 20, 900)) * 4
     pct = Fraction(rng.randint(1, scale(d, 10, 99)) * (5 if d < 0.4 else 1))
@@ -299,12 +268,6 @@ def percent_change(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "percent.discount",
-    "a discounted price with sales tax (multi-step; each amount is a subtask)",
-    steps=True,
-    form="number",
-)
 def percent_discount(rng: random.Random, d: float) -> Task:
     price = rng.randint(4, up_to(d, 40, 400)) * 5
     off = rng.choice([10, 20, 25, 30, 40, 50]) if d < 0.5 else rng.randint(5, 60)
@@ -338,12 +301,6 @@ def percent_discount(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "ratio.share",
-    "share a quantity in a ratio; total parts and one part are subtasks",
-    steps=True,
-    form="number",
-)
 def ratio_share(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 4)
     parts = [rng.randint(1, scale(d, 5, 12)) for _ in range(k)]
@@ -367,9 +324,6 @@ def ratio_share(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "ratio.proportion", "direct proportion via the unit rate (a subtask)", steps=True, form="number"
-)
 def ratio_proportion(rng: random.Random, d: float) -> Task:
     unit_cents = rng.randint(5, up_to(d, 40, 900)) * 5
     unit = Fraction(unit_cents, 100)
@@ -391,3 +345,64 @@ def ratio_proportion(rng: random.Random, d: float) -> Task:
         ],
         final_work=f"{m} \\times {decimal(unit)}",
     )
+
+
+SPECS = [
+    family(
+        "arith.add_small",
+        add_small,
+        "a + b; at difficulty 0 two digits 1..9 (the easiest family)",
+        form="number",
+    ),
+    family("arith.add_sub", add_sub, "a sum of 2-7 signed integers of 1-5 digits", form="number"),
+    family("arith.mul", mul, "a product of two or three integers", form="number"),
+    family("arith.div", div, "exact integer division (long division)", form="number"),
+    family(
+        "arith.order_ops",
+        order_ops,
+        "an expression with + - × ÷ and parentheses; each parenthesized part is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family("arith.powers", powers, "signed integer powers and their sums", form="number"),
+    family("arith.decimal", decimals, "sums and products of decimals (exact)", form="number"),
+    family(
+        "frac.add",
+        frac_add,
+        "sums of fractions in lowest terms; the least common denominator is a subtask",
+        form="fraction",
+        steps=True,
+    ),
+    family("frac.mul_div", frac_mul_div, "products and quotients of fractions", form="fraction"),
+    family("frac.of", frac_of, "a fraction of a quantity (a word problem)", form="number"),
+    family("percent.of", percent_of, "p% of a number", form="number"),
+    family(
+        "percent.change",
+        percent_change,
+        "percent increase or decrease; the change is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "percent.discount",
+        percent_discount,
+        "a discounted price with sales tax (multi-step; each amount is a subtask)",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "ratio.share",
+        ratio_share,
+        "share a quantity in a ratio; total parts and one part are subtasks",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "ratio.proportion",
+        ratio_proportion,
+        "direct proportion via the unit rate (a subtask)",
+        form="number",
+        steps=True,
+    ),
+]
+"""The arithmetic families: name, generator, what each asks, the final form of its answers."""

@@ -7,11 +7,11 @@ import random
 from fractions import Fraction
 from itertools import product as cartesian
 
-from llmgym.envs.math.common import (
+from llmgym.envs.math.build import (
     NAMES,
-    Registry,
     Step,
     build,
+    family,
     nonzero,
     paren,
     scale,
@@ -21,7 +21,6 @@ from llmgym.envs.math.common import (
 )
 from llmgym.tasks import Task
 
-reg = Registry()
 FRACTION_FORMAT = "Write a probability as a fraction \\frac{p}{q} in lowest terms."
 
 
@@ -30,12 +29,6 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-@reg.family(
-    "seq.arithmetic",
-    "the n-th term of an arithmetic sequence; the difference is a subtask",
-    steps=True,
-    form="number",
-)
 def seq_arithmetic(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 9, 200), up_to(d, 20, 200))
     diff = nonzero(rng, scale(d, 6, 25)) if d >= 0.3 else rng.randint(2, 9)
@@ -54,12 +47,6 @@ def seq_arithmetic(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "seq.geometric",
-    "the n-th term of a geometric sequence; the ratio is a subtask",
-    steps=True,
-    form="number",
-)
 def seq_geometric(rng: random.Random, d: float) -> Task:
     a = nonzero(rng, scale(d, 5, 12)) if d >= 0.3 else rng.randint(1, 5)
     ratio: Fraction = Fraction(rng.randint(2, scale(d, 3, 5)))
@@ -81,12 +68,6 @@ def seq_geometric(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "seq.recursive",
-    "iterate a recurrence; every intermediate term is a subtask",
-    steps=True,
-    form="number",
-)
 def seq_recursive(rng: random.Random, d: float) -> Task:
     k = scale(d, 3, 7)
     if d < 0.5:
@@ -121,12 +102,6 @@ def seq_recursive(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "series.arithmetic_sum",
-    "the sum of a finite arithmetic series; the number of terms is a subtask",
-    steps=True,
-    form="number",
-)
 def series_arithmetic(rng: random.Random, d: float) -> Task:
     a = rng.randint(-up_to(d, 5, 100), up_to(d, 10, 100))
     diff = rng.randint(1, scale(d, 4, 15)) * (1 if d < 0.5 or rng.random() < 0.5 else -1)
@@ -149,12 +124,6 @@ def series_arithmetic(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "series.geometric_sum",
-    "a finite (then infinite) geometric series; the ratio is a subtask",
-    steps=True,
-    form="number",
-)
 def series_geometric(rng: random.Random, d: float) -> Task:
     a = rng.randint(1, scale(d, 5, 20))
     if d < 0.6:
@@ -179,7 +148,6 @@ def series_geometric(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("comb.choose", "binomial coefficients: choose k of n", form="number")
 def choose(rng: random.Random, d: float) -> Task:
     n = rng.randint(scale(d, 4, 15), scale(d, 8, 40))
     k = rng.randint(2, max(2, min(n - 2, scale(d, 3, 10))))
@@ -192,9 +160,6 @@ def choose(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "comb.permutations", "ordered selections: award k distinct prizes among n people", form="number"
-)
 def permutations(rng: random.Random, d: float) -> Task:
     n = rng.randint(scale(d, 4, 10), scale(d, 8, 30))
     k = rng.randint(2, min(n - 1, scale(d, 3, 6)))
@@ -212,11 +177,6 @@ _WORDS = (
 )  # fmt: skip
 
 
-@reg.family(
-    "comb.arrangements",
-    "distinct arrangements of the letters of a word with repeats",
-    form="number",
-)
 def arrangements(rng: random.Random, d: float) -> Task:
     hi = scale(d, 6, len(_WORDS))
     word = _WORDS[rng.randrange(max(0, hi - 6), hi)]
@@ -230,12 +190,6 @@ def arrangements(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "comb.committee",
-    "committees with at least one member of a group (complement counting; subtasks)",
-    steps=True,
-    form="number",
-)
 def committee(rng: random.Random, d: float) -> Task:
     m = rng.randint(scale(d, 3, 8), scale(d, 6, 15))
     w = rng.randint(scale(d, 2, 6), scale(d, 5, 12))
@@ -258,12 +212,6 @@ def committee(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "prob.dice",
-    "probability of a dice sum; favorable and total outcomes are subtasks",
-    steps=True,
-    form="fraction",
-)
 def dice(rng: random.Random, d: float) -> Task:
     n = 2 if d < 0.6 else 3
     sides = 6 if d < 0.8 else rng.choice([4, 8])
@@ -292,12 +240,6 @@ def dice(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "prob.draw",
-    "drawing two marbles without replacement; each draw's probability is a subtask",
-    steps=True,
-    form="fraction",
-)
 def draw(rng: random.Random, d: float) -> Task:
     r, b = rng.randint(2, scale(d, 6, 20)), rng.randint(2, scale(d, 6, 20))
     g = rng.randint(1, scale(d, 1, 10)) if d >= 0.5 else 0
@@ -330,12 +272,6 @@ def draw(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "prob.complement",
-    "at least one success in n trials via the complement; P(none) is a subtask",
-    steps=True,
-    form="fraction",
-)
 def complement(rng: random.Random, d: float) -> Task:
     sides = rng.choice([4, 6]) if d < 0.5 else rng.choice([6, 8, 10, 12])
     n = rng.randint(2, scale(d, 3, 6))
@@ -357,7 +293,6 @@ def complement(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("prob.expected", "the expected value of a discrete payout", form="number")
 def expected(rng: random.Random, d: float) -> Task:
     k = scale(d, 2, 5)
     weights = [rng.randint(1, 6) for _ in range(k)]
@@ -376,9 +311,6 @@ def expected(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "nt.gcd_lcm", "gcd or lcm of two or three integers", gold_may_appear=True, form="number"
-)
 def gcd_lcm(rng: random.Random, d: float) -> Task:
     k = 2 if d < 0.6 else 3
     g = rng.randint(2, up_to(d, 6, 60))
@@ -396,7 +328,6 @@ def gcd_lcm(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.modpow", "a^b mod m by repeated squaring", form="number")
 def modpow(rng: random.Random, d: float) -> Task:
     m = rng.randint(3, up_to(d, 13, 1000))
     a = rng.randint(2, up_to(d, 12, 500))
@@ -406,7 +337,6 @@ def modpow(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.congruence", "solve a linear congruence ax ≡ b (mod m)", form="number")
 def congruence(rng: random.Random, d: float) -> Task:
     while True:
         m = rng.randint(5, up_to(d, 13, 500))
@@ -422,7 +352,6 @@ def congruence(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.divisors", "the number of positive divisors of n", form="number")
 def divisors(rng: random.Random, d: float) -> Task:
     primes = [2, 3, 5, 7, 11, 13]
     k = scale(d, 1, 4)
@@ -442,7 +371,6 @@ def _primes_upto(n: int) -> list[int]:
     return [i for i, is_p in enumerate(sieve) if is_p]
 
 
-@reg.family("nt.primes", "count the primes in a range", form="number")
 def primes(rng: random.Random, d: float) -> Task:
     width = up_to(d, 20, 400)
     lo = rng.randint(1, up_to(d, 30, 5000))
@@ -460,7 +388,6 @@ def _to_base(n: int, base: int) -> str:
     return out or "0"
 
 
-@reg.family("nt.base_to_decimal", "convert a numeral in base 2-16 to base 10", form="number")
 def base_to_decimal(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3, 5, 8]) if d < 0.5 else rng.choice([2, 4, 6, 7, 9, 12, 16])
     n = rng.randint(base + 1, up_to(d, 60, 10**6))
@@ -469,7 +396,6 @@ def base_to_decimal(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.decimal_to_base", "convert a base-10 integer to base 2-9", form="number")
 def decimal_to_base(rng: random.Random, d: float) -> Task:
     base = rng.choice([2, 3, 5, 8]) if d < 0.5 else rng.choice([2, 4, 6, 7, 9])
     n = rng.randint(base + 1, up_to(d, 60, 10**5))
@@ -481,19 +407,12 @@ def decimal_to_base(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("nt.units_digit", "the units digit of a large power", form="number")
 def units_digit(rng: random.Random, d: float) -> Task:
     a = rng.randint(2, up_to(d, 9, 999))
     b = rng.randint(up_to(d, 5, 100), up_to(d, 30, 10**9))
     return build("", f"What is the units digit of ${a}^{{{b}}}$?", str(pow(a, b, 10)))
 
 
-@reg.family(
-    "sets.ops",
-    "union, intersection and difference of finite sets",
-    gold_may_appear=True,
-    form="number",
-)
 def set_ops(rng: random.Random, d: float) -> Task:
     universe = list(range(1, up_to(d, 12, 60) + 1))
     size = scale(d, 4, 9)
@@ -522,12 +441,6 @@ def set_ops(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family(
-    "sets.venn",
-    "inclusion-exclusion with two groups; the union is a subtask",
-    steps=True,
-    form="number",
-)
 def venn(rng: random.Random, d: float) -> Task:
     both = rng.randint(1, up_to(d, 8, 60))
     only_a, only_b = rng.randint(1, up_to(d, 15, 120)), rng.randint(1, up_to(d, 15, 120))
@@ -553,7 +466,6 @@ def venn(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("stats.mean", "the mean of a list of numbers (exact)", form="number")
 def mean(rng: random.Random, d: float) -> Task:
     n = scale(d, 3, 12)
     values = [
@@ -567,10 +479,137 @@ def mean(rng: random.Random, d: float) -> Task:
     )
 
 
-@reg.family("stats.median", "the median of an unsorted list", gold_may_appear=True, form="number")
 def median(rng: random.Random, d: float) -> Task:
     n = scale(d, 3, 14)
     values = [rng.randint(0, up_to(d, 20, 1000)) for _ in range(n)]
     s = sorted(values)
     mid = s[n // 2] if n % 2 else Fraction(s[n // 2 - 1] + s[n // 2], 2)
     return build("", f"What is the median of {', '.join(map(str, values))}?", tex(mid))
+
+
+SPECS = [
+    family(
+        "seq.arithmetic",
+        seq_arithmetic,
+        "the n-th term of an arithmetic sequence; the difference is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "seq.geometric",
+        seq_geometric,
+        "the n-th term of a geometric sequence; the ratio is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "seq.recursive",
+        seq_recursive,
+        "iterate a recurrence; every intermediate term is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "series.arithmetic_sum",
+        series_arithmetic,
+        "the sum of a finite arithmetic series; the number of terms is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "series.geometric_sum",
+        series_geometric,
+        "a finite (then infinite) geometric series; the ratio is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family("comb.choose", choose, "binomial coefficients: choose k of n", form="number"),
+    family(
+        "comb.permutations",
+        permutations,
+        "ordered selections: award k distinct prizes among n people",
+        form="number",
+    ),
+    family(
+        "comb.arrangements",
+        arrangements,
+        "distinct arrangements of the letters of a word with repeats",
+        form="number",
+    ),
+    family(
+        "comb.committee",
+        committee,
+        "committees with at least one member of a group (complement counting; subtasks)",
+        form="number",
+        steps=True,
+    ),
+    family(
+        "prob.dice",
+        dice,
+        "probability of a dice sum; favorable and total outcomes are subtasks",
+        form="fraction",
+        steps=True,
+    ),
+    family(
+        "prob.draw",
+        draw,
+        "drawing two marbles without replacement; each draw's probability is a subtask",
+        form="fraction",
+        steps=True,
+    ),
+    family(
+        "prob.complement",
+        complement,
+        "at least one success in n trials via the complement; P(none) is a subtask",
+        form="fraction",
+        steps=True,
+    ),
+    family("prob.expected", expected, "the expected value of a discrete payout", form="number"),
+    family(
+        "nt.gcd_lcm",
+        gcd_lcm,
+        "gcd or lcm of two or three integers",
+        form="number",
+        gold_may_appear=True,
+    ),
+    family("nt.modpow", modpow, "a^b mod m by repeated squaring", form="number"),
+    family("nt.congruence", congruence, "solve a linear congruence ax ≡ b (mod m)", form="number"),
+    family("nt.divisors", divisors, "the number of positive divisors of n", form="number"),
+    family("nt.primes", primes, "count the primes in a range", form="number"),
+    family(
+        "nt.base_to_decimal",
+        base_to_decimal,
+        "convert a numeral in base 2-16 to base 10",
+        form="number",
+    ),
+    family(
+        "nt.decimal_to_base",
+        decimal_to_base,
+        "convert a base-10 integer to base 2-9",
+        form="number",
+    ),
+    family("nt.units_digit", units_digit, "the units digit of a large power", form="number"),
+    family(
+        "sets.ops",
+        set_ops,
+        "union, intersection and difference of finite sets",
+        form="number",
+        gold_may_appear=True,
+    ),
+    family(
+        "sets.venn",
+        venn,
+        "inclusion-exclusion with two groups; the union is a subtask",
+        form="number",
+        steps=True,
+    ),
+    family("stats.mean", mean, "the mean of a list of numbers (exact)", form="number"),
+    family(
+        "stats.median",
+        median,
+        "the median of an unsorted list",
+        form="number",
+        gold_may_appear=True,
+    ),
+]
+"""The discrete families: name, generator, what each asks, the final form of its answers."""

@@ -1,126 +1,11 @@
-"""The math verifier: find the final answer in a response and decide whether it equals the gold.
+"""The math verifier's entry points: :func:`math_equal`, :func:`math_reward`,
+:func:`math_verifier`, :func:`extract_answer`; the semantics they implement are documented in
+:mod:`llmgym.rewards.math`.
 
->>> math_equal(r"... so the answer is $\\boxed{\\dfrac{3}{4}}$.", "0.75")
-True
->>> math_equal("x = 1 or x = 2", r"\\{2, 1\\}"), math_equal("1 or 2", "1")
-(True, False)
->>> math_reward(r"\\boxed{[1, 3)}", "[1, 3]").score
-0.0
-
-What it covers (strict by default; ``rel_tol``/``abs_tol`` make numeric comparison tolerant):
-
-- numbers: integers with separators (``1,000,000``, ``1 000 000``, ``1{,}000``, ``1\\,000``),
-  decimals, scientific notation (``1.5e3``, ``1.5\\times10^{3}``), fractions (``3/4``,
-  ``\\frac{3}{4}``, ``\\dfrac``, ``\\tfrac``, ``\\frac34``), mixed numbers (``2\\frac{1}{2}``,
-  ``2 1/3``), two-part ratios (``1:2 == 1/2``), repeating decimals (``0.\\overline{3}``,
-  ``0.1666...``), numbers in a base (``1010_2``), complex numbers (``3+2i``), infinity, scale
-  and number words (``1.5 million``, ``twelve``). Decimals are exact: ``0.333 != 1/3``,
-  ``3.14 != \\pi``;
-- LaTeX and Unicode: ``\\sqrt``, ``\\sqrt[3]{}``, ``\\pi``, powers, ``\\left( \\right)``,
-  ``\\cdot``, ``\\times``, spacing, ``\\text{}``/``\\mathrm{}``, ``−``, ``×``, ``÷``, ``√``,
-  ``π``, ``≤``, ``≥``, ``∞``, superscripts;
-- symbolic equivalence: ``2\\sqrt{2} == \\sqrt{8}``, ``x^2-1 == (x-1)(x+1)`` (exact
-  identity testing at random rational points, high-precision numerics, sympy only when those
-  are inconclusive);
-- structure: ordered tuples, sets (set-builder ``\\{x \\mid x > 2\\}`` too), intervals
-  (``[1, 3) != [1, 3]``), unions, inequalities (``x > 2 == (2, \\infty)``, nonlinear ones via
-  sympy), equations, assignments, matrices (sums, products, scalar multiples and small powers
-  of matrices are worked out), sums and products (``\\sum_{k=1}^{4} k^2 == 30``; with symbolic
-  bounds compared as written, factors in any order and the index renamed), multiple-choice
-  letters, "no solution"/empty set, "undefined"/DNE, units and text around the answer, answers
-  in words (case-insensitive);
-- text as it comes: doubled backslashes (``\\\\frac{1}{2}``, ``-2 \\\\le x``: escaped once too
-  often), a final answer in prose ("The largest $n$ is 34.", "Therefore, there are 12
-  sequences.", "... 10 which is 1,000.99": the restated value), chat-template tails ("I hope it
-  is correct. <|im_start|>user"), a "Final Answer" stated after boxes of intermediate steps,
-  ``11,\\! 111`` and ``14 {, }916``, macros the parser does not know (names: ``\\zzz``).
-
-Semantics decided here (each is a test in ``tests/rewards/test_math_verifier.py`` or, for what
-math-verify's own test suite exercises, ``tests/rewards/test_math_conformance.py``):
-
-- **percent** is a unit: it is dropped, never scaled. ``50\\%`` equals ``50``; ``50\\%`` and
-  ``0.5`` differ whichever of them is the gold (no x100 leniency).
-- **units** (``cm``, ``\\text{ meters}``, ``\\$``, ``dollars``) are dropped and not converted:
-  ``5 cm == 5``, ``50 mm != 5 cm``.
-- **degrees** mark an angle: ``30^\\circ`` equals ``30`` (the unit dropped) and ``\\pi/6`` (the
-  same angle in radians); a bare ``30`` does not equal ``\\pi/6``. Inside a trig function the
-  degree sign converts: ``\\sin 30^\\circ == 1/2``.
-- **tuples vs sets**: parentheses are ordered (``(1, 2) != (2, 1)``); braces are sets
-  (``\\{1, 2\\} == \\{2, 1\\}``). A bare comma list (``1, 2``) is a list of answers, compared as
-  a set, since "find all solutions" answers come in any order: ``1, 2 == 2, 1 == \\{1, 2\\}``.
-  A two-element ``(a, b)`` or ``[a, b]`` is an interval when compared with an interval or an
-  inequality; a pair and a bare list differ.
-- **solution lists**: ``x = 1, 2``, ``x = 1 \\text{ or } x = 2``, ``x \\in \\{1, 2\\}`` and
-  ``x = \\pm 1`` state the set of values of ``x``. ``or`` between relations on one variable is a
-  disjunction (``x < 0 \\text{ or } x > 3`` is a union); ``or`` between bare values ("1 or 2",
-  "either 3 or 4") is a hedge and gets no credit.
-- **assignments**: ``x = 3`` equals ``3`` (and ``x = 3``, but not ``y = 3``);
-  ``x = 1, y = 2 == y = 2, x = 1``, and equals the tuple ``(1, 2)`` taking the variables in
-  alphabetical order. ``3 \\times 4 = 12`` means ``12``. Equations equal when one is a non-zero
-  multiple of the other (``y = 2x + 1 == 2x - y + 1 = 0``).
-- **hedging**: two different boxed answers side by side or joined by "or" get no credit;
-  boxes joined by "and"/"," form one list answer; a box followed by prose and a later box
-  (the model changed its mind) counts the last one.
-  Boxes joined by a short label that ends in "and" (``\\boxed{(3, 3)} \\text{ for (a) and }
-  \\boxed{(1, 1)}``) are a list too, unless the label takes one back or hedges ("wait",
-  "maybe"). A gold is read more generously: it never hedges, so all its boxes are its answer
-  (``\\boxed{1} papers and \\boxed{2} bins`` is ``1, 2``) unless one is taken back, an
-  unterminated box runs to its end, and a whole solution in prose is read like a response.
-- **labels**: a gold that names what it gives, ``AB = 4``, ``\\frac{NO}{BO} = \\frac{1}{\\sqrt{6}}``,
-  ``|AB| = 1``, ``V_1 : V_2 = 11 : 21`` (variables only, no numbers or sums on the left), is an
-  assignment like ``x = 3``: the bare value answers it. A bare list answers labelled values in
-  the order written or in the order of the names (``x = -5, p = 14/3`` takes ``-5, 14/3``);
-  ``;`` separates solutions (``p = 5, q = 2; p = 7, q = 2`` is ``(5, 2), (7, 2)``). In
-  ``g(t) = t^2`` the argument is a dummy name: ``g(s) = s^2`` is the same function.
-- **multiple choice**: when the gold is a letter A-J (``B``, ``(B)``, ``\\text{(B)}``), the
-  answer's letter is compared: ``(B)``, ``B)``, ``B. 42``, ``\\textbf{B}`` all read as B, and so
-  does a response that opens with the letter ("C. The slope is ...") or names one letter only
-  ("Since the slope is positive, D holds"; the pronoun I and the article A are none).
-- ``[2, \\infty]`` reads as ``[2, \\infty)``; ``\\log`` is the natural logarithm; ``e`` is Euler's
-  number and ``i`` the imaginary unit; ``1010`` equals ``1010_2`` (digits compared, the base
-  was asked for), ``10`` does not.
-
-- ``\\sqrt{2} \\approx 1.414`` means ``\\sqrt{2}`` (the exact value is stated first); ``x \\approx
-  1.414`` is only an approximation. Matrices must have the same shape; a one-row or one-column
-  matrix equals a tuple of its entries.
-
-Conventions other data follow are options of :func:`math_equal`: ``decimal_comma`` (``2,5`` is
-2.5), ``lists_as_tuples`` (``{1,3}`` in order is ``(1, 3)``), ``relations_as_sets=False`` (a gold
-written as a set asks for one). On math-verify's own test suite (``benchmarks/math_verify.py
---suite``) llmgym agrees with every expected verdict that is mathematically right, given these
-options where math-verify's configuration asks for them; it keeps the right verdict where
-math-verify's expectation is wrong (``1 + 1/e`` is not ``1 - 1/e``; inline math spread over
-lines still holds its answer) and has no option that renames variables (``f(y) != f(x)``).
-
-Final forms (``form=``): a task that asks to compute a value wants the value, not the question
-back: ``3929 + 3359`` equals ``7288`` but is no answer to "compute". With ``form`` an answer must
-be equal *and* written in that form (see :data:`FORMS`); without one (the default) equality
-alone decides, as before. The forms: ``"number"`` (an integer, a decimal or a fraction in lowest
-terms; ``1/2``, ``0.5``, ``2\\frac{1}{2}``, ``1.5\\times10^{3}``), ``"fraction"`` (an integer or
-``p/q`` in lowest terms, no decimals), ``"radical"`` (``2\\sqrt{2}``, ``\\frac{-3 \\pm \\sqrt{17}}{4}``;
-not ``\\sqrt{8}`` nor ``\\frac{1}{\\sqrt{2}}``), ``"pi"``, ``"complex"`` (``a + bi``), ``"exact"`` (all of
-these together), ``"polynomial"`` (expanded, like terms collected), ``"factored"`` (linear
-factors), ``"expression"`` (symbols stay, no arithmetic on numbers left), ``"auto"`` (the form
-the gold itself has: ``"exact"`` for a gold without symbols, ``"expression"`` for one with them,
-none for a gold that is in neither) and ``"any"``. Containers take the form of their elements;
-an equation or inequality left to solve (``2x \\le 6``), a set operation left to do
-(``\\{1\\} \\cup \\{3\\}``) are in no value form, and an answer has the gold's shape: a list of
-copies of one value (``5, 5``) is not that value, and a gold in braces wants a set (``\\{4, 6\\}``,
-not ``4, 6``). The gold's own text always passes.
-
-Limits: answers longer than 200,000 characters are only compared as normalised text (shorter
-ones are parsed in linear time; large rational expressions, such as a degree-500 polynomial
-written out, are compared exactly modulo a pseudo-random 127-bit prime); numbers
-beyond ``2^(2^40)`` and differently written are unequal unless their structures or logarithms
-(60 digits) agree; sampling-based identity testing can in principle be fooled by an
-expression built to vanish at the sampled points.
-
-Safety: model output is never ``eval``-ed; a hand-written parser with depth and size limits
-reads it, exact arithmetic bounds every intermediate size, and sympy (rarely needed) runs in
-worker processes that are killed at ``timeout_s`` (which bounds all symbolic work of one call;
-in-process arithmetic stops then too, after at least half a second).
-Nothing here raises on model output. Blocking calls are thread-safe; from asyncio, use
-``await asyncio.to_thread(math_equal, ...)``.
+It finds the answer (:mod:`~llmgym.rewards.math.extract`), reads answer and gold into values
+(:mod:`~llmgym.rewards.math.values`), compares them, and checks the final form
+(:mod:`~llmgym.rewards.math.form`); sympy questions go to the worker processes of
+:mod:`~llmgym.rewards.math.sympy_pool`, wired in at the end of this module.
 """
 
 from __future__ import annotations
@@ -133,19 +18,24 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from llmgym.rewards import _math_eval as _ev
-from llmgym.rewards import _math_form as _form
-from llmgym.rewards import _math_sympy as _sym
-from llmgym.rewards import _math_values as _vals
-from llmgym.rewards._math_extract import extract, extract_gold
-from llmgym.rewards._math_parse import (
-    MAX_ANSWER_CHARS,
-    Node,
-    ParseError,
-    normalize,
-    parse,
-    short_input_cache,
+from llmgym.rewards.math import sympy_pool
+from llmgym.rewards.math.cache import short_input_cache
+from llmgym.rewards.math.choices import choice_in_text, choice_letter
+from llmgym.rewards.math.evaluate import Options, set_symbolic_fallback
+from llmgym.rewards.math.extract import extract, extract_gold
+from llmgym.rewards.math.form import FORMS, in_form, infer
+from llmgym.rewards.math.limits import (
+    HasSymbols,
+    NotExact,
+    NotScalar,
+    TooBig,
+    Undefined,
+    time_limit,
 )
+from llmgym.rewards.math.nodes import MAX_ANSWER_CHARS, Node, ParseError
+from llmgym.rewards.math.normalize import normalize
+from llmgym.rewards.math.parser import parse
+from llmgym.rewards.math.values import set_set_solver, to_value, values_eq
 
 if TYPE_CHECKING:
     from llmgym.rewards.base import RewardResult
@@ -158,9 +48,6 @@ __all__ = [
     "math_verifier",
     "shutdown_workers",
 ]
-
-FORMS = _form.FORMS
-"""The names ``form=`` accepts, each with what it asks for."""
 
 _RAISE_INTERNAL_ERRORS = False
 """Tests set this to see exceptions that the verifier would otherwise turn into "not equal"."""
@@ -326,7 +213,7 @@ def math_verifier(response: str, gold: Any, **options: Any) -> RewardResult:
 
 def shutdown_workers() -> None:
     """Stop the sympy worker processes now (they restart when needed; exit also stops them)."""
-    _sym.shutdown()
+    sympy_pool.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,10 +251,10 @@ def _judge(
     golds = _golds(gold)
     try:
         answer, how = extract(response)
-        lettered = how != "hedge" and any(_choice(normalize(g), gold=True) for g in golds)
-        if lettered and (answer is None or _choice(normalize(answer), gold=False) is None):
+        lettered = how != "hedge" and any(choice_letter(normalize(g), gold=True) for g in golds)
+        if lettered and (answer is None or choice_letter(normalize(answer), gold=False) is None):
             # a choice-letter gold: "A. Because B is not valid", "Because B is valid"
-            letter = _choice_in_text(response)
+            letter = choice_in_text(response)
             if letter is not None:
                 answer, how = letter, (how if answer is not None else "fallback")
     except Exception:
@@ -376,7 +263,7 @@ def _judge(
         return False, "none", None, None
     if answer is None:
         return False, how, None, None
-    opts = _ev.Options(
+    opts = Options(
         rel_tol=float(rel_tol),
         abs_tol=float(abs_tol),
         timeout_s=float(timeout_s),
@@ -385,7 +272,7 @@ def _judge(
     )
     unfinal = None
     # in-process evaluation is bounded too: past the deadline what is left compares by structure
-    with _ev.time_limit(time.monotonic() + max(float(timeout_s), _MIN_EVAL_S)):
+    with time_limit(time.monotonic() + max(float(timeout_s), _MIN_EVAL_S)):
         for g in golds:
             try:
                 verdict = _answers_equal(answer, g, opts, form)
@@ -455,54 +342,6 @@ def _golds(gold: Any) -> list[str]:
     return [answer if answer is not None else text]
 
 
-_CHOICE_WRAPPER_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|mbox)\s*\{([^{}]*)\}")
-_GOLD_CHOICE_RE = re.compile(r"\(?\s*([A-J])\s*\)?[.:]?")
-_ANSWER_CHOICE_RE = re.compile(r"\(\s*([A-Ja-j])\s*\)|([A-J])(?=[.:)]|\s|$)")
-_ANOTHER_CHOICE_RE = re.compile(
-    r"\)?[.:]?\s*(?:(?:,|;|/|&|\band\b|\bor\b)\s*\(?[A-Ja-j]\)?(?![A-Za-z])"
-    r"|\([A-Ja-j]\)|[A-J](?=[\s.,;:)]|$))"
-)  # a second letter after the first: "(A), (C)", "(C) (D)", "C D" (a shotgun, no choice)
-_CHOICE_PREFIX_RE = re.compile(r"^(?:option|choice|answer)\s*:?\s*", re.I)
-
-
-def _choice(s: str, *, gold: bool) -> str | None:
-    t = _CHOICE_WRAPPER_RE.sub(r"\1", s).strip()
-    t = _CHOICE_PREFIX_RE.sub("", t).strip()
-    if gold:
-        m = _GOLD_CHOICE_RE.fullmatch(t)
-        return m.group(1) if m else None
-    m = _ANSWER_CHOICE_RE.match(t)
-    if not m or _ANOTHER_CHOICE_RE.match(t, m.end()):
-        return None  # no letter, or several: "(A), (C)"
-    return (m.group(1) or m.group(2)).upper()
-
-
-_LEADING_CHOICE_RE = re.compile(r"\s*(?:\*\*|__)?\(?([A-J])\)?(?:[.:)]|\*\*|__)(?:\s|$)")
-_LONE_LETTER_RE = re.compile(r"(?<![A-Za-z\\$_^{])\(?([A-J])\)?(?![A-Za-z0-9_^(])( [a-z]+)?")
-_LETTER_VERBS = {" is", " was", " would", " should", " must", " seems", " appears", " looks",
-                 " and", " or"}  # fmt: skip
-
-
-def _choice_in_text(text: str) -> str | None:
-    """The choice a response makes in prose, for a letter gold: a letter opening it ("A.
-    Because ..."), or the one letter A-J a short response names ("Because B is valid"); the
-    pronoun I and the article A ("A car ...") are no choices, and two letters are none."""
-    m = _LEADING_CHOICE_RE.match(text)
-    if m:
-        return None if _ANOTHER_CHOICE_RE.match(text, m.end() - 1) else m.group(1)
-    if len(text) > 300:
-        return None
-    letters = set()
-    for m in _LONE_LETTER_RE.finditer(text):
-        letter, word = m.group(1), m.group(2)
-        if letter == "I" and not m.group(0).startswith("("):
-            continue
-        if letter == "A" and word and word not in _LETTER_VERBS and not m.group(0).startswith("("):
-            continue
-        letters.add(letter)
-    return letters.pop() if len(letters) == 1 else None
-
-
 _TEXT_KEY_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|mbox|operatorname)\s*|[{}\s]")
 
 
@@ -515,10 +354,10 @@ def _value(normalized: str) -> tuple[Any, ...]:
     """The comparable value of a normalised answer; ``("?",)`` when it does not parse."""
     try:
         node: Node = parse(normalized)
-        return _vals.to_value(node)
-    except (ParseError, RecursionError, _ev.NotScalar, ValueError, ArithmeticError):
+        return to_value(node)
+    except (ParseError, RecursionError, NotScalar, ValueError, ArithmeticError):
         return ("?",)
-    except (_ev.HasSymbols, _ev.NotExact, _ev.TooBig, _ev.Undefined):
+    except (HasSymbols, NotExact, TooBig, Undefined):
         return ("?",)
 
 
@@ -527,7 +366,7 @@ _MAX_NORMALIZED_CHARS = 2 * MAX_ANSWER_CHARS
 parser's bound)."""
 
 
-def _answers_equal(answer: str, gold: str, opts: _ev.Options, form: str | None) -> bool | str:
+def _answers_equal(answer: str, gold: str, opts: Options, form: str | None) -> bool | str:
     """True when equal (and in ``form``); False when not equal; the name of the form an equal
     answer is not written in."""
     if len(answer) > _MAX_NORMALIZED_CHARS or len(gold) > _MAX_NORMALIZED_CHARS:
@@ -535,9 +374,9 @@ def _answers_equal(answer: str, gold: str, opts: _ev.Options, form: str | None) 
     na, ng = normalize(answer), normalize(gold)
     if na == ng and na:
         return True  # the gold's own text is in the gold's form
-    letter = _choice(ng, gold=True)
+    letter = choice_letter(ng, gold=True)
     if letter is not None:
-        return _choice(na, gold=False) == letter
+        return choice_letter(na, gold=False) == letter
     va, vg = _value(na), _value(ng)
     if va[0] == "?" or vg[0] == "?":
         return bool(na) and _text_key(na) == _text_key(ng)
@@ -547,19 +386,19 @@ def _answers_equal(answer: str, gold: str, opts: _ev.Options, form: str | None) 
     if va[0] == "W" or vg[0] == "W":
         # an answer in words ("odd", "\text{Yes}"): compared as case-insensitive text
         return _text_key(na) == _text_key(ng)
-    if not _vals.values_eq(va, vg, opts):
+    if not values_eq(va, vg, opts):
         return False
     if form is None:
         return True
     if form == "auto":
-        inferred = _form.infer(parse(ng), ng)
+        inferred = infer(parse(ng), ng)
         if inferred is None:
             return True  # a gold in no final form itself sets none
         form = inferred
     shape, gold_shape = _unwrap(va)[0], _unwrap(vg)[0]
     if gold_shape == "S" and shape in ("L", "F") or gold_shape == "F" and shape != "F":
         return form  # "5, 5" is a list, not 5; a gold in braces wants a set, not "4, 6"
-    return True if _form.in_form(parse(na), na, form) else form
+    return True if in_form(parse(na), na, form) else form
 
 
 def _unwrap(v: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -589,25 +428,25 @@ def _based_digits_match(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _remaining(opts: _ev.Options) -> float:
+def _remaining(opts: Options) -> float:
     return min(opts.timeout_s, opts.deadline - time.monotonic())
 
 
-def _sympy_equal(a: Node, b: Node, opts: _ev.Options) -> bool | None:
+def _sympy_equal(a: Node, b: Node, opts: Options) -> bool | None:
     budget = _remaining(opts)
     if budget <= 0:
         return None
-    reply = _sym.get_pool().call(("eq", a, b), budget)
+    reply = sympy_pool.get_pool().call(("eq", a, b), budget)
     return reply if isinstance(reply, bool) else None
 
 
-def _sympy_set_equal(a: Node, b: Node, opts: _ev.Options) -> bool | None:
+def _sympy_set_equal(a: Node, b: Node, opts: Options) -> bool | None:
     budget = _remaining(opts)
     if budget <= 0:
         return None
-    reply = _sym.get_pool().call(("seteq", a, b), budget)
+    reply = sympy_pool.get_pool().call(("seteq", a, b), budget)
     return reply if isinstance(reply, bool) else None
 
 
-_ev.set_symbolic_fallback(_sympy_equal)
-_vals.set_set_solver(_sympy_set_equal)
+set_symbolic_fallback(_sympy_equal)
+set_set_solver(_sympy_set_equal)
