@@ -39,7 +39,7 @@ def __getattr__(name: str) -> object:
         from llmgym.evaluation import evaluate
 
         return evaluate
-    # llmgym.audit: the module llmgym/audit.py, which is callable (llmgym.audit(env) runs it).
+    # llmgym.audit: the package llmgym/audit/, which is callable (llmgym.audit(env) runs it).
     if name == "audit":
         import importlib
 

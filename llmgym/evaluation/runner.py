@@ -12,176 +12,60 @@ A run lives in one output folder:
   file is rewritten in plan order at the end.
 - ``provenance.json``, ``summary.json`` and ``report.html`` when the run completes.
 
-Episodes run concurrently. Batched policies (local models: ``Policy.generate``) get one
-batch holding every episode that is waiting for a turn; async policies (HTTP servers:
-``Policy.agenerate`` overridden) get one request per episode as soon as it is ready.
-Env steps run in a thread pool. A policy that raises, returns the wrong type or an invalid
-message is recorded as a failed episode (``status="policy_error"``) after the env grades
-an empty message; an env that raises is recorded as ``status="env_error"``. Neither stops
-the run; both are played again when the run resumes (``retry_errors``), and a run where more
-than ``max_error_rate`` of the episodes errored is marked failed (``summary["errors"]``).
+Episodes run concurrently (``episodes.py``); a policy or env that fails makes a failed episode
+(``status="policy_error"`` or ``"env_error"``), never a stopped run. Errored episodes are played
+again when the run resumes (``retry_errors``), and a run where more than ``max_error_rate`` of the
+episodes errored is marked failed (``summary["errors"]``).
+
+This module holds the run folder, :func:`run_evaluation` and the Python API (:func:`evaluate`).
+What a run is asked to do is ``config.py``, which task each episode plays is ``plan.py``, and how
+an episode is played is ``episodes.py``; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
-import time
-import warnings
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence, Sized
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-
 from llmgym import error
 from llmgym.evaluation import provenance as prov
-from llmgym.evaluation.rollouts import JsonlAppender, load_jsonl, task_hash, write_atomic
-from llmgym.evaluation.suites import EnvEntry, Suite, check_unique_names, load_suite
-from llmgym.tasks import stable_seed
+from llmgym.evaluation.config import DEFAULT_MAX_ERROR_RATE, ERROR_STATUSES, MODES, EvalConfig
+from llmgym.evaluation.episodes import MAX_STORED_TASK_CHARS, EpisodePlayer
+from llmgym.evaluation.plan import (
+    DEFAULT_EPISODES,
+    EpisodePlan,
+    episode_seed,
+    make_plan,
+    plan_tasks,
+)
+from llmgym.evaluation.rollouts import JsonlAppender, load_jsonl, write_atomic
+from llmgym.evaluation.suites import EnvEntry, Suite, load_suite
+
+__all__ = [
+    "DEFAULT_EPISODES",
+    "DEFAULT_MAX_ERROR_RATE",
+    "ERROR_STATUSES",
+    "MAX_STORED_TASK_CHARS",
+    "MODES",
+    "RUN_FORMAT",
+    "EnvSpec",
+    "EpisodePlan",
+    "EvalConfig",
+    "EvalResult",
+    "default_ks",
+    "episode_seed",
+    "evaluate",
+    "make_plan",
+    "plan_tasks",
+    "run_evaluation",
+]
 
 RUN_FORMAT = 1
-DEFAULT_EPISODES = 100
-"""Tasks per env when neither the call nor a suite says (a dataset env defaults to all its tasks)."""
-MAX_STORED_TASK_CHARS = 256_000
-"""A task larger than this (as JSON) is stored as its id and hash only; the transcript holds its prompt."""
-MODES = ("auto", "batch", "async")
-_HARD_STEP_CAP = 10_000
-
-
-ERROR_STATUSES = ("policy_error", "env_error")
-"""Episode statuses that say nothing about the model: the policy (its server) or the env failed."""
-DEFAULT_MAX_ERROR_RATE = 0.05
-
-
-@dataclass
-class EvalConfig:
-    """What to evaluate and how; checked when built, with messages that say how to fix it."""
-
-    envs: tuple[EnvEntry, ...]
-    """The envs, each with its kwargs, seed and number of tasks."""
-    policy: Any = "oracle"
-    """A policy spec (``"oracle"``, ``"hf:<path>"``, ``"openai:<model>@<url>"``,
-    ``"module:function"``), a callable ``fn(messages, tools)`` or a ``Policy``."""
-    out: Path = Path("evals/run")
-    """The output folder (created; an existing run there of the same config is resumed)."""
-    samples: int = 1
-    """Episodes per task (``n`` of pass@k)."""
-    k: tuple[int, ...] = (1,)
-    """The k of pass@k to report (those above ``samples`` are left out)."""
-    seed: int = 0
-    """Seed of the statistics (bootstrap); env entries carry their own task seeds."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    """Sampling settings passed to the policy (temperature, max_new_tokens, ...)."""
-    concurrency: int = 16
-    """Episodes in flight at once (the largest batch a batched policy gets)."""
-    mode: str = "auto"
-    """``"batch"`` (``Policy.generate`` on a batch), ``"async"`` (``Policy.agenerate`` per
-    episode) or ``"auto"``: async when the policy overrides ``agenerate``."""
-    env_workers: int = 8
-    """Threads stepping envs (sandboxed code runs in parallel); 0 steps them inline."""
-    suite: Suite | None = None
-    """The suite the envs came from, if any (recorded in provenance)."""
-    overrides: dict[str, Any] = field(default_factory=dict)
-    """What the call changed from the suite's pins (recorded; compare warns about it)."""
-    overwrite: bool = False
-    """Start afresh in ``out`` even if it holds another run."""
-    report: bool = True
-    """Write ``report.html`` at the end."""
-    rollouts_format: str = "jsonl"
-    """``"jsonl"``, or ``"parquet"`` to also write ``rollouts.parquet`` (needs pyarrow)."""
-    progress: bool = True
-    """Show progress bars."""
-    retry_errors: bool = True
-    """On resume, play again the episodes recorded as ``policy_error`` or ``env_error`` (a
-    model server that was down, an env that crashed): only real outcomes are kept."""
-    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    """The share of errored episodes above which the run counts as failed: the summary and
-    the report say so and ``llmgym eval`` exits non-zero."""
-
-    def __post_init__(self) -> None:
-        self.envs = tuple(self.envs)
-        if (
-            isinstance(self.max_error_rate, bool)
-            or not isinstance(self.max_error_rate, (int, float))
-            or not 0.0 <= float(self.max_error_rate) <= 1.0
-        ):
-            raise error.Error(
-                f"max_error_rate must be a number in [0, 1], actual: {self.max_error_rate!r}"
-            )
-        if not self.envs:
-            raise error.Error("Nothing to evaluate: give env ids or a suite")
-        check_unique_names(self.envs)
-        self.out = Path(self.out)
-        self.k = tuple(self.k)
-        for name in ("samples", "concurrency"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise error.Error(f"{name} must be an int >= 1, actual: {value!r}")
-        if (
-            isinstance(self.env_workers, bool)
-            or not isinstance(self.env_workers, int)
-            or self.env_workers < 0
-        ):
-            raise error.Error(f"env_workers must be an int >= 0, actual: {self.env_workers!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise error.Error(f"seed must be an int >= 0, actual: {self.seed!r}")
-        if not self.k or any(
-            isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in self.k
-        ):
-            raise error.Error(f"k must be ints >= 1, actual: {self.k!r}")
-        if max(self.k) > self.samples:
-            raise error.Error(
-                f"pass@{max(self.k)} needs at least {max(self.k)} samples per task; "
-                f"pass samples={max(self.k)} or lower k (samples is {self.samples})"
-            )
-        if self.mode not in MODES:
-            raise error.Error(f"mode must be one of {MODES}, actual: {self.mode!r}")
-        if self.rollouts_format not in ("jsonl", "parquet"):
-            raise error.Error(
-                f"rollouts_format must be 'jsonl' or 'parquet', actual: {self.rollouts_format!r}"
-            )
-        if not isinstance(self.settings, Mapping):
-            raise error.Error("settings must be a dict of sampling settings")
-        self.settings = dict(self.settings)
-
-    def policy_spec(self) -> str:
-        p = self.policy
-        if isinstance(p, str):
-            return p
-        spec = getattr(p, "spec", "")
-        if spec:
-            return str(spec)
-        fn = getattr(p, "__qualname__", None) or type(p).__qualname__
-        return f"{getattr(p, '__module__', '?')}:{fn}"
-
-    def identity(self) -> dict[str, Any]:
-        """What fixes the results: a resumed run must have the same identity."""
-        return prov._jsonable(
-            {
-                "envs": [e.to_dict() for e in self.envs],
-                "samples": self.samples,
-                "policy": self.policy_spec(),
-                "settings": self.settings,
-                "suite": self.suite.provenance() if self.suite else None,
-            }
-        )
-
-
-@dataclass(frozen=True)
-class EpisodePlan:
-    """One planned episode: which entry, which task, which sample, which reset seed."""
-
-    key: str
-    entry: int
-    task_index: int
-    task_id: str
-    sample: int
-    seed: int
 
 
 @dataclass
@@ -216,396 +100,6 @@ class EvalResult:
             f"EvalResult(out={str(self.out)!r}, episodes={o['episodes']}, "
             f"success_rate={o['success_rate']}, mean_reward={o['mean_reward']})"
         )
-
-
-# --- planning --------------------------------------------------------------------------------
-
-
-def _make_env(entry: EnvEntry) -> Any:
-    from llmgym.core import LLMEnv
-
-    if entry.id not in gym.registry:
-        from llmgym.registry import list_envs
-
-        raise error.Error(
-            f"Env {entry.id!r} is not registered; registered llmgym envs: {list_envs()}"
-        )
-    env = gym.make(entry.id, disable_env_checker=True, **entry.kwargs)
-    if not isinstance(env.unwrapped, LLMEnv):
-        env.close()
-        raise error.Error(f"{entry.id} is not an llmgym env (LLMEnv); it cannot be evaluated")
-    return env
-
-
-def plan_tasks(entry: EnvEntry, env: Any, *, progress: bool = False) -> list[str]:
-    """The task ids of an entry: task ``i`` is the first new one from ``reset(seed=seed + i)``.
-
-    A finite (dataset) source asked for ``episodes=None``, or for at least as many tasks
-    as it has, gives every task in its order. Otherwise draws that repeat a task are
-    skipped; a source with fewer distinct tasks gives fewer (with a warning).
-    """
-    from tqdm.auto import tqdm
-
-    source = env.unwrapped.source
-    episodes = entry.episodes
-    if isinstance(source, Sized) and hasattr(source, "__iter__"):
-        family = env.unwrapped.family
-        every = [t.id for t in source if family is None or t.family == family]
-        if episodes is None or episodes >= len(every):
-            if episodes is not None and episodes > len(every):
-                warnings.warn(
-                    f"{entry.name}: the dataset has {len(every)} tasks; evaluating all of them "
-                    f"instead of {episodes}",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-            return every
-    if episodes is None:
-        episodes = DEFAULT_EPISODES
-    ids: list[str] = []
-    seen: set[str] = set()
-    limit = 10 * episodes + 100
-    draws = 0
-    with tqdm(
-        total=episodes, desc=f"plan {entry.name}", unit="task", disable=not progress, leave=False
-    ) as bar:
-        while len(ids) < episodes and draws < limit:
-            _, info = env.reset(seed=entry.seed + draws)
-            draws += 1
-            tid = str(info["task_id"])
-            if tid not in seen:
-                seen.add(tid)
-                ids.append(tid)
-                bar.update(1)
-    if len(ids) < episodes:
-        warnings.warn(
-            f"{entry.name}: only {len(ids)} distinct tasks in {draws} draws; evaluating those "
-            f"instead of {episodes}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return ids
-
-
-def episode_seed(entry: EnvEntry, task_id: str, sample: int) -> int:
-    """The reset seed of one episode: stable across processes and machines."""
-    return stable_seed("eval", entry.seed, entry.id, task_id, sample) % 2**32
-
-
-def make_plan(config: EvalConfig) -> tuple[list[EpisodePlan], dict[str, int]]:
-    """Every episode of the run, in order; and the number of tasks per entry."""
-    plan: list[EpisodePlan] = []
-    counts: dict[str, int] = {}
-    for i, entry in enumerate(config.envs):
-        env = _make_env(entry)
-        try:
-            ids = plan_tasks(entry, env, progress=config.progress)
-        finally:
-            env.close()
-        counts[entry.name] = len(ids)
-        for t, tid in enumerate(ids):
-            for s in range(config.samples):
-                plan.append(
-                    EpisodePlan(
-                        key=f"{entry.name}|{t}|{s}",
-                        entry=i,
-                        task_index=t,
-                        task_id=tid,
-                        sample=s,
-                        seed=episode_seed(entry, tid, s),
-                    )
-                )
-    return plan, counts
-
-
-# --- playing episodes -------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int:
-    try:
-        out = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return out if out >= 0 else 0
-
-
-def _check_response(response: Any) -> tuple[Any, str | None, int, int]:
-    """(action, error, prompt tokens, completion tokens) of whatever the policy returned."""
-    from llmgym.policies import Response
-
-    if not isinstance(response, Response):
-        return "", f"policy returned {type(response).__name__}, not a Response", 0, 0
-    tokens = _int(response.prompt_tokens), _int(response.completion_tokens)
-    if response.error:
-        return "", str(response.error), *tokens
-    if not isinstance(response.action, (str, Mapping)):
-        return (
-            "",
-            f"policy action is a {type(response.action).__name__}, not a str or dict",
-            *tokens,
-        )
-    return response.action, None, *tokens
-
-
-def _chars(action: Any) -> int:
-    if isinstance(action, str):
-        return len(action)
-    if isinstance(action, Mapping):
-        content = action.get("content")
-        n = len(content) if isinstance(content, str) else 0
-        calls = action.get("tool_calls")
-        return n + (len(json.dumps(calls, default=repr)) if calls else 0)
-    return 0
-
-
-class _Runner:
-    """Plays planned episodes concurrently and hands each finished record to ``on_record``."""
-
-    def __init__(
-        self,
-        config: EvalConfig,
-        policy: Any,
-        todo: Sequence[EpisodePlan],
-        on_record: Callable[[dict[str, Any]], None],
-    ):
-        self.config = config
-        self.policy = policy
-        self.pending = list(reversed(todo))
-        self.on_record = on_record
-        self.mode = config.mode
-        if self.mode == "auto":
-            from llmgym.policies import Policy
-
-            overridden = type(policy).agenerate is not Policy.agenerate
-            self.mode = "async" if overridden else "batch"
-        self.max_batch = config.concurrency
-        self._envs: dict[int, list[Any]] = defaultdict(list)
-        self._queue: list[tuple[Any, asyncio.Future[Any]]] = []
-        self._busy = False
-        self._active = 0
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._failure: BaseException | None = None
-
-    # env pool ----------------------------------------------------------------------------
-    def _take_env(self, entry: int) -> Any:
-        pool = self._envs[entry]
-        return pool.pop() if pool else _make_env(self.config.envs[entry])
-
-    def _give_env(self, entry: int, env: Any, broken: bool) -> None:
-        if broken:
-            try:
-                env.close()
-            except Exception:
-                pass
-        else:
-            self._envs[entry].append(env)
-
-    async def _env(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self._env_pool is None:
-            return fn(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._env_pool, lambda: fn(*args, **kwargs))
-
-    # the policy ------------------------------------------------------------------------------
-    async def _ask(self, request: Any) -> Any:
-        from llmgym.policies import Response
-
-        if self.mode == "async":
-            try:
-                out = await self.policy.agenerate([request])
-            except Exception as e:
-                return Response("", error=f"{type(e).__name__}: {e}")
-            if not isinstance(out, Sequence) or len(out) != 1:
-                return Response("", error=f"policy returned {type(out).__name__}, not 1 response")
-            return out[0]
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append((request, fut))
-        self._maybe_flush()
-        return await fut
-
-    def _maybe_flush(self) -> None:
-        if self._busy or not self._queue:
-            return
-        if len(self._queue) >= min(self.max_batch, self._active):
-            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
-            self._busy = True
-            self._spawn(self._run_batch(batch))
-
-    async def _run_batch(self, batch: list[tuple[Any, asyncio.Future[Any]]]) -> None:
-        from llmgym.policies import Response
-
-        requests = [r for r, _ in batch]
-        loop = asyncio.get_running_loop()
-        try:
-            out = await loop.run_in_executor(self._policy_pool, self.policy.generate, requests)
-            if not isinstance(out, Sequence) or len(out) != len(requests):
-                got = len(out) if isinstance(out, Sized) else type(out).__name__
-                out = [
-                    Response(
-                        "", error=f"policy returned {got} responses for {len(requests)} requests"
-                    )
-                ] * len(requests)
-        except Exception as e:
-            out = [Response("", error=f"{type(e).__name__}: {e}")] * len(requests)
-        finally:
-            self._busy = False
-        for (_, fut), response in zip(batch, out, strict=True):
-            if not fut.done():
-                fut.set_result(response)
-        self._maybe_flush()
-
-    # episodes ---------------------------------------------------------------------------------
-    async def _episode(self, plan: EpisodePlan) -> dict[str, Any]:
-        from llmgym.policies import Request
-
-        entry = self.config.envs[plan.entry]
-        env = self._take_env(plan.entry)
-        start = time.perf_counter()
-        policy_time = 0.0
-        record: dict[str, Any] = {
-            "key": plan.key,
-            "env": entry.name,
-            "env_id": entry.id,
-            "env_kwargs": prov._jsonable(entry.kwargs),
-            "task_id": plan.task_id,
-            "task_index": plan.task_index,
-            "sample": plan.sample,
-            "seed": plan.seed,
-        }
-        rewards: list[float] = []
-        components: dict[str, float] = defaultdict(float)
-        facts: list[Any] = []
-        status, problem, broken = "ok", None, False
-        info: dict[str, Any] = {}
-        terminated = truncated = False
-        prompt_tokens = completion_tokens = chars = 0
-        tools: list[Any] = []
-        try:
-            _, info = await self._env(env.reset, seed=plan.seed, options={"task_id": plan.task_id})
-            record.update(
-                domain=info.get("domain"),
-                family=info.get("family"),
-                difficulty=info.get("difficulty"),
-            )
-            episode = env.unwrapped.episode
-            if episode is not None:
-                task = episode.task.to_dict()
-                text = json.dumps(task, default=repr)
-                record["task_hash"] = task_hash(task)
-                record["task"] = task if len(text) <= MAX_STORED_TASK_CHARS else None
-            tools = info.get("tools") or []
-            messages = info.get("messages") or []
-            max_turns = _int(info.get("max_turns"))
-            cap = min(_HARD_STEP_CAP, max_turns + 1) if max_turns else _HARD_STEP_CAP
-            for _ in range(cap):
-                t0 = time.perf_counter()
-                response = await self._ask(Request(messages=messages, tools=tools, env=env))
-                policy_time += time.perf_counter() - t0
-                action, problem, p_tok, c_tok = _check_response(response)
-                prompt_tokens += p_tok
-                completion_tokens += c_tok
-                chars += _chars(action)
-                try:
-                    step = await self._env(env.step, action)
-                except gym.error.InvalidAction as e:
-                    problem = f"invalid action: {e}"
-                    step = await self._env(env.step, "")
-                _, reward, terminated, truncated, info = step
-                rewards.append(float(reward))
-                for name, value in (info.get("reward_components") or {}).items():
-                    components[name] += float(value)
-                if info.get("exec") is not None:
-                    facts.append(info["exec"])
-                messages = info.get("messages") or messages
-                if problem is not None:
-                    status = "policy_error"
-                    break
-                if terminated or truncated:
-                    break
-            else:
-                status, problem = "env_error", f"the episode did not end after {cap} steps"
-                broken = True
-        except Exception as e:
-            status, problem, broken = "env_error", f"{type(e).__name__}: {e}", True
-            messages = info.get("messages") or []
-        finally:
-            self._give_env(plan.entry, env, broken)
-        total = float(sum(rewards))
-        record.update(
-            status=status,
-            error=problem,
-            reward=total if math.isfinite(total) else 0.0,
-            step_rewards=rewards,
-            success=status != "env_error" and bool(info.get("is_success")),
-            components=dict(components),
-            turns=len(rewards),
-            terminated=bool(terminated),
-            truncated=bool(truncated),
-            feedback=info.get("feedback", ""),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            completion_chars=chars,
-            messages=messages,
-            tools=tools,
-            wall_time_s=round(time.perf_counter() - start, 6),
-            policy_time_s=round(policy_time, 6),
-        )
-        if facts:
-            record["exec"] = facts
-        return record
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None and self._failure is None:
-            self._failure = task.exception()
-            self._finished.set()
-
-    def _launch(self) -> None:
-        while self.pending and self._active < self.config.concurrency and self._failure is None:
-            plan = self.pending.pop()
-            self._active += 1
-            self._spawn(self._play(plan))
-
-    async def _play(self, plan: EpisodePlan) -> None:
-        try:
-            record = await self._episode(plan)
-            self.on_record(record)
-        finally:
-            self._active -= 1
-            self._launch()
-            self._maybe_flush()
-            if self._active == 0 and not self.pending:
-                self._finished.set()
-
-    async def run(self) -> None:
-        self._finished = asyncio.Event()
-        workers = self.config.env_workers
-        self._env_pool = ThreadPoolExecutor(workers, "llmgym-env") if workers else None
-        self._policy_pool = ThreadPoolExecutor(1, "llmgym-policy")
-        try:
-            if not self.pending:
-                return
-            self._launch()
-            await self._finished.wait()
-            if self._failure is not None:
-                raise self._failure
-        finally:
-            for task in list(self._tasks):
-                task.cancel()
-            if self._env_pool is not None:
-                self._env_pool.shutdown(wait=False, cancel_futures=True)
-            self._policy_pool.shutdown(wait=False, cancel_futures=True)
-            for pool in self._envs.values():
-                for env in pool:
-                    try:
-                        env.close()
-                    except Exception:
-                        pass
 
 
 # --- the run folder -----------------------------------------------------------------------------
@@ -732,7 +226,7 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
 
         try:
             if todo:
-                runner = _Runner(config, policy, todo, on_record)
+                runner = EpisodePlayer(config, policy, todo, on_record)
                 info["sessions"][-1]["mode"] = runner.mode
                 asyncio.run(runner.run())
         finally:
@@ -786,6 +280,7 @@ def _line(record: Mapping[str, Any]) -> bytes:
 
 
 EnvSpec = str | EnvEntry | Mapping[str, Any]
+"""An env to evaluate: its id, an :class:`EnvEntry`, or a dict of an entry's fields."""
 
 
 def _entries(

@@ -1,4 +1,11 @@
-"""The sandbox's zygote: a warm interpreter that lives inside the isolation and forks runs.
+"""The sandbox's zygote: a single shipped program, kept whole in one file on purpose.
+
+It is the program the sandbox runs inside its isolation, a warm interpreter that forks runs, not a
+library (llmgym imports it only for two constants, ``DEFAULT_PATH`` and ``PYBOOT``). It is shipped
+as a file (a script for the local backend, a file copied into the image beside ``_seccomp.py`` for
+the docker backend) and imports nothing from llmgym. It stays one file: whatever it imports is
+loaded before it forks and so sits in every run, and each extra module would be one more file to
+ship into every container. The sections below are its parts.
 
 Run as a plain script (``python -E -s _zygote.py CONFIG_JSON``) by the local backend, and as the
 main process of each container by the docker backend (there it connects to a socket bind-mounted
