@@ -70,9 +70,9 @@ import llmgym
 from llmgym.envs.coding import CodingEnv
 from llmgym.envs.coding.env import CachingSource
 from llmgym.envs.coding.families import FAMILIES
-from llmgym.envs.coding.harness import make_sandbox
+from llmgym.envs.coding.judge.program import decode
+from llmgym.envs.coding.judge.shipping import make_sandbox
 from llmgym.envs.coding.problem import Problem
-from llmgym.envs.coding.runner import decode
 from llmgym.rewards.coding import compare_output, values_equal
 from llmgym.tasks import ProceduralSource
 
@@ -324,7 +324,7 @@ class DockerJudge:
 
 _CHECK = """
 import json
-from llmgym.envs.coding.runner import decode
+from llmgym.envs.coding.judge.program import decode
 from llmgym.rewards.coding import values_equal
 
 TESTS = json.loads({tests!r})

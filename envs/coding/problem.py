@@ -16,7 +16,7 @@ A coding task's ``answer`` is a JSON object (see :class:`Problem`)::
      "prelude": "",                                 # code before every answer (HumanEval prompts)
      "score_visible": false}                        # the pass rate counts the shown tests too (MBPP)
 
-Values (``args``, ``expected``) are in the runner's tagged plain-JSON form, so tuples, sets and
+Values (``args``, ``expected``) are in the judge's tagged plain-JSON form, so tuples, sets and
 non-string dict keys survive the trip. Expected values stay in the parent process.
 """
 
@@ -28,12 +28,12 @@ import marshal
 import random
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
 from llmgym import error
-from llmgym.envs.coding.runner import Unencodable, decode, encode
+from llmgym.envs.coding.judge.program import Unencodable, decode, encode
 from llmgym.rewards.coding import OUTPUT_MODES, VALUE_MODES
 from llmgym.tasks import Subtask, Task, draft
 
@@ -152,6 +152,13 @@ class Problem:
                 if name and name not in names:
                     names.append(name)
         return names
+
+
+def select_tests(problem: Problem, functions: Sequence[str]) -> Problem:
+    """The same problem restricted to the tests of some functions (subtask grading)."""
+    wanted = set(functions)
+    tests = tuple(t for t in problem.tests if t.get("fn") in wanted)
+    return replace(problem, tests=tests)
 
 
 def _check_test(test: Any, kind: str, where: str, check_values: bool = True) -> dict[str, Any]:

@@ -7,19 +7,15 @@ from typing import Any
 
 from llmgym import error
 from llmgym.core import Message
-from llmgym.envs.coding.env import CachingSource, CodingEnv, Refusal, describe
+from llmgym.envs.coding.env import CachingSource, CodingEnv, Refusal
 from llmgym.envs.coding.extract import code_blocks, strip_reasoning
-from llmgym.envs.coding.harness import Verdict
+from llmgym.envs.coding.families import REPAIR_FAMILIES
+from llmgym.envs.coding.judge.program import static_facts
+from llmgym.envs.coding.judge.verdicts import Verdict, describe
 from llmgym.envs.coding.patch import PatchError, apply_patch, looks_like_diff
 from llmgym.envs.coding.problem import Problem
-from llmgym.envs.coding.repair_tasks import REPAIR_FAMILIES
 from llmgym.rewards.base import RewardResult
-from llmgym.rewards.coding import (
-    compliance_score,
-    forbidden_uses,
-    signature_changes,
-    static_facts,
-)
+from llmgym.rewards.coding import compliance_score, forbidden_uses, signature_changes
 from llmgym.tasks import DatasetSource, Task, TaskSource
 
 DEFAULT_REPAIR_WEIGHTS = {"effectiveness": 0.6, "compliance": 0.2, "safety": 0.2}

@@ -11,10 +11,11 @@ import sys
 
 import pytest
 
-from llmgym.envs.coding import CodingEnv, harness
-from llmgym.envs.coding.harness import run_tests
+from llmgym.envs.coding import CodingEnv
+from llmgym.envs.coding.judge import direct as direct_mode
+from llmgym.envs.coding.judge.job import run_tests
+from llmgym.envs.coding.judge.program import encode
 from llmgym.envs.coding.problem import Problem, render_test
-from llmgym.envs.coding.runner import encode
 
 HOST_BELOW_TMP = sorted({p for p in (sys.prefix, sys.base_prefix) if p.startswith("/tmp/")})
 
@@ -46,12 +47,12 @@ def _task() -> dict:
 def env(request):
     """Both ways of grading call tests: the judge's loop in this process (direct mode, the
     default for plain calls) and the judge J inside the sandbox run."""
-    old = harness.DIRECT_CALLS
-    harness.DIRECT_CALLS = request.param == "direct"
+    old = direct_mode.DIRECT_CALLS
+    direct_mode.DIRECT_CALLS = request.param == "direct"
     e = CodingEnv(tasks=[_task()])
     yield e
     e.close()
-    harness.DIRECT_CALLS = old
+    direct_mode.DIRECT_CALLS = old
 
 
 def grade(env, code: str) -> tuple[float, dict]:

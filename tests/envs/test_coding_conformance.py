@@ -19,7 +19,7 @@ import pytest
 
 import llmgym
 from llmgym.envs.coding import CodingEnv
-from llmgym.envs.coding.harness import Submission, run_tests_many
+from llmgym.envs.coding.judge.job import Submission, run_tests_many
 from llmgym.envs.coding.problem import Problem
 from llmgym.evaluation.mutants import mutants
 

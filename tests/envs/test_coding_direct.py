@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from llmgym.envs.coding import harness
-from llmgym.envs.coding.harness import Submission, make_sandbox, run_tests, run_tests_many
+from llmgym.envs.coding.judge import direct as direct_mode
+from llmgym.envs.coding.judge.job import Submission, run_tests, run_tests_many
+from llmgym.envs.coding.judge.shipping import make_sandbox
 from llmgym.envs.coding.problem import Problem
 
 
@@ -40,13 +41,13 @@ PROGRAMS = {
 
 
 def _grade_both(code: str, problem: Problem):
-    assert harness.DIRECT_CALLS
+    assert direct_mode.DIRECT_CALLS
     direct = run_tests(code, problem)
-    harness.DIRECT_CALLS = False
+    direct_mode.DIRECT_CALLS = False
     try:
         judged = run_tests(code, problem)
     finally:
-        harness.DIRECT_CALLS = True
+        direct_mode.DIRECT_CALLS = True
     return direct, judged
 
 

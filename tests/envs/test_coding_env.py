@@ -261,7 +261,7 @@ def test_sandbox_failures_are_reported_not_rewarded():
 
 
 def test_unit_tests_verifier_for_declarative_envs():
-    from llmgym.envs.declarative import DeclarativeEnv
+    from llmgym.declarative import DeclarativeEnv
 
     gold = {
         "kind": "call",
@@ -272,7 +272,7 @@ def test_unit_tests_verifier_for_declarative_envs():
     }
     env = DeclarativeEnv(
         tasks=[{"id": "d", "prompt": "Write double(x).", "answer": gold}],
-        verifier="llmgym.envs.coding.verify:unit_tests_verifier",
+        verifier="llmgym.envs.coding.judge.verifier:unit_tests_verifier",
     )
     env.reset(seed=0)
     assert env.step("```python\ndef double(x):\n    return x * 2\n```")[1] == 1.0
@@ -284,7 +284,7 @@ def test_unit_tests_verifier_for_declarative_envs():
     module.reset(seed=0)
     sub = module.episode.task.subtasks[0]
     assert sub.verifier == "unit_tests"
-    from llmgym.envs.coding.verify import unit_tests_verifier
+    from llmgym.envs.coding.judge.verifier import unit_tests_verifier
 
     assert unit_tests_verifier(module.oracle_subtask(module.episode.task, sub), sub.answer).success
     assert unit_tests_verifier("x", {"kind": "nonsense"}).score == 0.0

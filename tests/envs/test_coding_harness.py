@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmgym import error
-from llmgym.envs.coding.harness import Submission, run_tests, run_tests_many
+from llmgym.envs.coding.judge.job import Submission, run_tests, run_tests_many
+from llmgym.envs.coding.judge.program import Unencodable, decode, encode
 from llmgym.envs.coding.problem import Problem
-from llmgym.envs.coding.runner import Unencodable, decode, encode
 
 # --- the codec ----------------------------------------------------------------------------------
 
@@ -277,7 +277,7 @@ def test_native_programs_compile_once_and_run_per_test():
 
 
 def test_the_judge_is_preloaded_in_its_sandbox_and_shipped_to_others():
-    from llmgym.envs.coding.harness import judge_program, shared_sandbox
+    from llmgym.envs.coding.judge.shipping import judge_program, shared_sandbox
     from llmgym.sandbox import get_sandbox
 
     boot, files = judge_program(shared_sandbox())

@@ -20,11 +20,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import llmgym
-from llmgym.envs.coding import CodingEnv, CodingMultiTurnEnv, harness
+from llmgym.envs.coding import CodingEnv, CodingMultiTurnEnv
 from llmgym.envs.coding.families import FAMILIES, families_for
-from llmgym.envs.coding.harness import run_tests
+from llmgym.envs.coding.judge import direct as direct_mode
+from llmgym.envs.coding.judge import shipping, verdicts
+from llmgym.envs.coding.judge.job import run_tests
+from llmgym.envs.coding.judge.program import decode
 from llmgym.envs.coding.problem import Problem
-from llmgym.envs.coding.runner import decode
 from llmgym.tasks import ProceduralSource
 
 # --- fixtures --------------------------------------------------------------------------------
@@ -35,7 +37,7 @@ def sandbox(request):
     """The backend's name; its process-wide sandbox is started here (a docker pool takes
     seconds), and an env made with ``sandbox=<name>`` uses that one."""
     try:
-        harness.shared_sandbox(request.param)
+        shipping.shared_sandbox(request.param)
     except Exception as exc:  # noqa: BLE001 - no daemon, no SDK, no image
         if request.param == "local":
             raise
@@ -48,7 +50,7 @@ def sandbox(request):
 @pytest.fixture(params=["direct", "judge"])
 def grading(request, monkeypatch):
     """Both ways of grading call tests."""
-    monkeypatch.setattr(harness, "DIRECT_CALLS", request.param == "direct")
+    monkeypatch.setattr(direct_mode, "DIRECT_CALLS", request.param == "direct")
     return request.param
 
 
@@ -670,7 +672,7 @@ def test_no_record_stream_can_crash_the_parents_verdict(records, mode):
 
     problem = _call_problem(mode)
     res = ExecResult("ok", 0, None, "", "", 0.1, 0.1, 3.0)
-    verdict = harness._verdict(problem, records, "", res, {}, "python")
+    verdict = verdicts.verdict_from_records(problem, records, "", res, {}, "python")
     json.dumps(verdict.to_info(problem), allow_nan=True)
     assert not any(t.passed for t in verdict.tests if t.hidden) or any(
         r.get("k") == "test" and r.get("ok") for r in records

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from llmgym.envs.coding.judge.program import static_facts
 from llmgym.rewards.base import Rubric
 from llmgym.rewards.coding import (
     DEFAULT_WEIGHTS,
@@ -21,7 +22,6 @@ from llmgym.rewards.coding import (
     rubric_range,
     sandbox_reward,
     signature_changes,
-    static_facts,
     values_equal,
 )
 

@@ -1,8 +1,10 @@
 """``unit_tests``: the coding judge as a verifier, for declarative envs and other domains.
 
 ``unit_tests_verifier(response, gold)`` extracts the program from ``response`` and runs it in
-the sandbox against ``gold``, a coding task answer (see :mod:`.problem`): it returns the pass
-rate of the hidden tests, full success only when every test passes.
+the sandbox against ``gold``, a coding task answer (see :mod:`llmgym.envs.coding.problem`): it
+returns the pass rate of the hidden tests, full success only when every test passes. It is the
+verifier table's entry point into the judge, not a reward of its own: the coding envs score
+verdicts with :mod:`llmgym.rewards.coding`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from llmgym import error
-from llmgym.envs.coding.env import describe
 from llmgym.envs.coding.extract import extract_code
-from llmgym.envs.coding.harness import run_tests
+from llmgym.envs.coding.judge.job import run_tests
+from llmgym.envs.coding.judge.verdicts import describe
 from llmgym.envs.coding.problem import Problem
 from llmgym.rewards.base import RewardResult
 from llmgym.sandbox import Sandbox

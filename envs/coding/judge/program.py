@@ -1,54 +1,63 @@
-"""The judge program that runs inside the sandbox: it feeds tests to the candidate and reports.
+"""The coding judge's program: what runs inside the sandbox to grade one answer.
 
-Shipped as the sandbox's ``main.py`` for every grading run (stdlib only; the parent also imports
-it for the value codec). One sandbox run grades one answer against all its tests.
+A single shipped program: this file is sent whole into every grading run (as the run's
+``judge.py``, or preloaded into a local sandbox's zygote by
+:func:`llmgym.envs.coding.judge.shipping.make_sandbox`), so it stays one file and imports the
+standard library only. The parent imports it too: for the value codec (:func:`encode`,
+:func:`decode`), for :func:`static_facts`, and for the loop over call tests
+(:class:`CallTests`), which direct mode runs in the parent. It is not the parent's side of
+grading: shipping a run, direct mode and verdicts are the other modules of
+:mod:`llmgym.envs.coding.judge`.
 
-Processes inside the run::
+One sandbox run grades one answer against all its tests. Processes inside the run::
 
-    judge J (this program: trusted, non-dumpable, owns the result channel, fd 3)
-      fork -> worker W (call-based tasks; untrusted: the candidate's code runs here, all
-              tests in turn; fds 0-2 are pipes to J, 3 and 4 a private request/reply pipe;
-              it never holds fd 3 of the run)
-      fork -> program server S (stdin/stdout tasks; runs no candidate code: it compiles a
+    the judge (this program: trusted, non-dumpable, owns the result channel, fd 3)
+      fork -> the worker (call-based tasks; untrusted: the candidate's code runs here, all
+              tests in turn; fds 0-2 are pipes to the judge, 3 and 4 a private request/reply
+              pipe; it never holds fd 3 of the run)
+      fork -> the program server (stdin/stdout tasks; runs no candidate code: it compiles a
               Python program once and forks one fresh process per test)
-                fork -> the test's process (untrusted: fd 0 the test's input, 1-2 pipes to J)
+                fork -> the test's process (untrusted: fd 0 the test's input, 1-2 pipes to the
+                        judge)
 
-In direct mode (plain call tests, see :mod:`llmgym.envs.coding.harness`) the run holds W alone
-(:func:`serve_calls`): the judge's loop runs in the parent, which talks with W over the run's
-stdin and result channel.
-
-A local sandbox made by :func:`llmgym.envs.coding.harness.make_sandbox` preloads this module
-in its zygote, so a run starts the judge without shipping or loading its code.
+In direct mode (plain call tests, see :mod:`llmgym.envs.coding.judge.direct`) the run holds the
+worker alone (:func:`serve_calls`): the same loop over call tests (:class:`CallTests`) runs in
+the parent, which talks with the worker over the run's stdin and result channel.
 
 Why the verdicts cannot be forged from inside:
 
-- **Expected values never enter the sandbox.** J only has the tests' *inputs*; it reports what
-  the candidate returned (call-based tasks, serialized to plain tagged JSON by :func:`encode`)
-  or printed (stdin/stdout tasks), and the parent compares those with the expected values it
-  kept. Writing fake records, printing "OK", objects whose ``__eq__`` always says yes,
-  patching builtins or this harness inside W: none of it produces the expected value.
-- **W cannot reach J.** W runs in its own process with every other fd closed, J is
-  non-dumpable (no ``/proc/J/mem``, no ``/proc/J/fd``) and ptrace is blocked by the sandbox's
-  seccomp filter. J checks each reply against the request it sent (kind, index), so an
-  unsolicited or out-of-order reply is a protocol failure of that test.
+- **Expected values never enter the sandbox.** The judge only has the tests' *inputs*; it
+  reports what the candidate returned (call-based tasks, serialized to plain tagged JSON by
+  :func:`encode`) or printed (stdin/stdout tasks), and the parent compares those with the
+  expected values it kept. Writing fake records, printing "OK", objects whose ``__eq__``
+  always says yes, patching builtins or this program inside the worker: none of it produces
+  the expected value.
+- **The worker cannot reach the judge.** The worker runs in its own process with every other
+  fd closed, the judge is non-dumpable (no ``/proc/<judge>/mem``, no ``/proc/<judge>/fd``) and
+  ptrace is blocked by the sandbox's seccomp filter. The loop checks each reply against the
+  request it waits on (kind, index), so an unsolicited or out-of-order reply is a protocol
+  failure of that test.
 - **Missing results are failures.** ``sys.exit``, ``os._exit``, crashes, timeouts and kills
-  end W; J records the test as failed and starts a fresh W for the next one. A stdin/stdout
-  test's process is reaped by S, which reports its wait status and rusage to J; a program that
-  kills or stops S fails that test, and J starts a fresh S. The parent also checks the nonce,
-  the count and the order of J's records.
-- **Hidden tests stay hidden.** J reads the visible tests and starts W before it even reads
-  the hidden ones from stdin (W is forked from J, so it would otherwise inherit a copy), and
-  W's fd 0 is ``/dev/null``. Text W controls (stdout, stderr, exception messages, returned
-  values) is reported for visible tests only; for hidden tests J reports values (for the
-  parent to compare) and builtin exception names, nothing the candidate could use to carry
-  hidden inputs into the feedback.
-- **Time is measured by J**, outside W, from the request to the reply (wall clock: sleeping
-  counts) and enforced by killing W; CPU time and peak memory come from the kernel
-  (``wait4``) when W is reaped. The sandbox's own wall limit is the last resort.
+  end the worker; the loop records the test as failed and starts a fresh worker for the next
+  one. A stdin/stdout test's process is reaped by the program server, which reports its wait
+  status and rusage to the judge; a program that kills or stops the server fails that test,
+  and the judge starts a fresh server. The parent also checks the nonce, the count and the
+  order of the judge's records.
+- **Hidden tests stay hidden.** The judge reads the visible tests and starts the worker before
+  it even reads the hidden ones from stdin (the worker is forked from the judge, so it would
+  otherwise inherit a copy), and the worker's fd 0 is ``/dev/null``. No hidden request is sent
+  before the output of the visible tests is recorded. Text the worker controls (stdout,
+  stderr, exception messages, returned values) is reported for visible tests only; for hidden
+  tests the judge reports values (for the parent to compare) and builtin exception names,
+  nothing the candidate could use to carry hidden inputs into the feedback.
+- **Time is measured by the loop**, outside the worker, from the previous answer (or the
+  request) to the reply (wall clock: sleeping counts) and enforced by
+  killing the worker; CPU time and peak memory come from the kernel (``wait4``, and the run's
+  cgroup in the parent). The sandbox's own wall limit is the last resort.
 
-Residual risk, stated: W shares J's uid, so it can signal J (killing or stopping the judge
-only loses its own results), and in-process tricks can read the inputs of the test W is
-running. Kernel-level escapes are the sandbox's concern.
+Residual risk, stated: the worker shares the judge's uid, so it can signal the judge (killing
+or stopping it only loses its own results), and in-process tricks can read the inputs of the
+test the worker is running. Kernel-level escapes are the sandbox's concern.
 
 Stdin carries two length-prefixed JSON parts: the job with the visible tests, then the hidden
 tests. Records go to fd 3 as ``<nonce>\\t<json>\\n`` lines.
@@ -73,7 +82,8 @@ import sys
 import time
 import traceback
 import types
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import Any, Protocol
 
 CHANNEL = 3
 MAX_DEPTH = 100
@@ -223,6 +233,68 @@ def _decode_tagged(tag: str, x: Any, d: int) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
+# Static facts: what a program defines, imports and calls, read before it runs
+# ----------------------------------------------------------------------------------------------
+
+
+def static_facts(source: str) -> dict[str, Any]:
+    """Signatures of the top-level functions, imported modules and called names of ``source``.
+
+    The worker runs it on the candidate's code inside the sandbox, before that code runs
+    (parsing hostile code can exhaust the parser's stack); the parent runs it on trusted code
+    only (the modules that repair tasks ship). Raises SyntaxError (or RecursionError,
+    MemoryError, ValueError for pathological input) when ``source`` does not parse.
+
+    >>> facts = static_facts("import os.path\\nfrom re import sub\\ndef f(a, b=1, *c, d, **e): return eval(a)")
+    >>> facts["functions"]["f"]
+    'a, b=1, *c, d, **e'
+    >>> facts["imports"], facts["calls"]
+    (['os.path', 're'], ['eval'])
+    """
+    import ast
+
+    tree = ast.parse(source)
+
+    def signature(node: Any) -> str:
+        a = node.args
+        parts: list[str] = []
+        positional = list(a.posonlyargs) + list(a.args)
+        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
+            parts.append(arg.arg if default is None else f"{arg.arg}={ast.unparse(default)}")
+            if a.posonlyargs and i == len(a.posonlyargs) - 1:
+                parts.append("/")
+        if a.vararg is not None:
+            parts.append("*" + a.vararg.arg)
+        elif a.kwonlyargs:
+            parts.append("*")
+        for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+            parts.append(arg.arg if default is None else f"{arg.arg}={ast.unparse(default)}")
+        if a.kwarg is not None:
+            parts.append("**" + a.kwarg.arg)
+        return ", ".join(parts)
+
+    functions: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = signature(node)
+    imports: set[str] = set()
+    calls: set[str] = set()
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Import):
+            imports.update(alias.name for alias in sub.names)
+        elif isinstance(sub, ast.ImportFrom):
+            imports.add("." * sub.level + (sub.module or ""))
+        elif isinstance(sub, ast.Call):
+            func = sub.func
+            if isinstance(func, ast.Name):
+                calls.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                calls.add(func.attr)
+    return {"functions": functions, "imports": sorted(imports), "calls": sorted(calls)}
+
+
+# ----------------------------------------------------------------------------------------------
 # Small helpers
 # ----------------------------------------------------------------------------------------------
 
@@ -286,8 +358,12 @@ def error_kind(value: Any) -> str:
     return UNKNOWN_ERROR
 
 
-def _text(value: Any, cap: int, *, tail: bool = False) -> str:
-    """A candidate-written string field, capped (anything that is not a string is dropped)."""
+def text_field(value: Any, cap: int, *, tail: bool = False) -> str:
+    """A candidate-written string field, capped (anything that is not a string is dropped).
+
+    >>> text_field("abcdef", 3), text_field("abcdef", 3, tail=True), text_field(["x"], 3)
+    ('abc', 'def', '')
+    """
     if type(value) is not str:
         return ""
     return value[-cap:] if tail else value[:cap]
@@ -300,7 +376,7 @@ def safe_error(error: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": error_kind(err.get("type"))}
     for key, cap, tail in (("name", NAME_CAP, False), ("msg", MSG_CAP, False), ("tb", TAIL, True)):
         if key in err:
-            out[key] = _text(err[key], cap, tail=tail)
+            out[key] = text_field(err[key], cap, tail=tail)
     return out
 
 
@@ -330,7 +406,8 @@ def _nondumpable() -> None:
 
 
 def _limit_memory(job: dict[str, Any], *, native: bool) -> None:
-    """Cap W's address space at what it has now plus ``memory_mb`` (MemoryError, not OOM)."""
+    """Cap a worker's (or a test process's) address space at what it has now plus ``memory_mb``
+    (MemoryError, not OOM)."""
     budget = int(job.get("memory_mb") or 0) << 20
     if budget <= 0:
         return
@@ -357,13 +434,14 @@ _RESET_SIGNALS = tuple(
 
 
 def _default_signals() -> None:
-    """Default dispositions for the signals J handles or ignores (through the C module:
+    """Default dispositions for the signals the judge handles or ignores (through the C module:
     ``signal.signal`` builds enums, page faults in a freshly forked process)."""
     for sig in _RESET_SIGNALS:
         _signal.signal(sig, _signal.SIG_DFL)
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (a record's field may hold anything)."""
     return value if isinstance(value, dict) else {}
 
 
@@ -371,8 +449,9 @@ def _mb(kb: float) -> float:
     return round(kb / 1024.0, 3)
 
 
-class _Tail:
-    """The last ``cap`` bytes of a stream and how many bytes it had."""
+class Tail:
+    """The last ``cap`` bytes of a stream and how many bytes it had (what an output record
+    shows of a phase)."""
 
     def __init__(self, cap: int = TAIL) -> None:
         self.cap, self.total, self.data = cap, 0, b""
@@ -385,13 +464,38 @@ class _Tail:
         return self.data.decode("utf-8", "replace")
 
 
+REPLY_ENVELOPE = 256
+"""What a worker's reply holds beyond the returned value (its kind, index, status, timing)."""
+
+
+def take_reply(buf: bytes, cap: int) -> tuple[dict[str, Any] | str | None, bytes]:
+    """The next reply line in ``buf`` and what is left: a record, ``"garbled"`` (a line that is
+    not a JSON object), ``"overflow"`` (no line end within ``cap`` bytes), or ``None`` while the
+    line is incomplete.
+
+    >>> take_reply(b'{"k": "result"}\\nrest', 64)
+    ({'k': 'result'}, b'rest')
+    >>> take_reply(b"[1]\\n", 64), take_reply(b"x" * 65, 64)[0], take_reply(b"{", 64)[0]
+    (('garbled', b''), 'overflow', None)
+    """
+    nl = buf.find(b"\n")
+    if nl < 0:
+        return ("overflow" if len(buf) > cap else None), buf
+    line, rest = buf[:nl], buf[nl + 1 :]
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON, or nested past the stack
+        return "garbled", rest
+    return (rec if isinstance(rec, dict) else "garbled"), rest
+
+
 # ----------------------------------------------------------------------------------------------
 # The worker: where the candidate's code runs (call-based tasks)
 # ----------------------------------------------------------------------------------------------
 
 
 _REPLIES = [4]
-"""The fd W answers on: 4 under a judge J, 3 (the run's result channel) on its own."""
+"""The fd the worker answers on: 4 under the judge, 3 (the run's result channel) alone."""
 
 
 def _worker_reply(obj: dict[str, Any]) -> None:
@@ -472,7 +576,7 @@ def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
         os._exit(0)
     if job.get("static"):
         try:
-            facts = static_facts(source.decode("utf-8", "replace"))  # type: ignore[name-defined]  # noqa: F821
+            facts = static_facts(source.decode("utf-8", "replace"))
             _worker_reply({"k": "static", "ok": True, "facts": facts})
         except BaseException as e:  # noqa: BLE001
             _worker_reply({"k": "static", "ok": False, "error": type(e).__name__})
@@ -524,7 +628,303 @@ def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# The judge side
+# The loop over call tests: one loop, for the judge here and for direct mode in the parent
+# ----------------------------------------------------------------------------------------------
+
+START = "start"
+"""What the loop yields when it needs a worker: its driver starts one, then sends
+``"started"``. Otherwise the loop yields a deadline (``time.monotonic()``) and is sent the
+worker's next event: a record the worker wrote (a dict), ``"garbled"`` (a line that is not
+one), ``"overflow"`` (a line past the reply cap), ``"output"`` (it printed past the output
+cap), ``"memory"`` (the sandbox's memory limit ended it), ``"ended"`` (it is gone) or
+``"timeout"`` (the deadline passed first)."""
+
+_LOST_ANSWER: dict[str, tuple[dict[str, Any], str]] = {
+    "timeout": ({"type": "timeout"}, "timeout"),
+    "output": ({"type": "output limit"}, "output"),
+    "overflow": ({"type": "value too large"}, "overflow"),
+    "memory": ({"type": "MemoryError", "msg": "memory limit exceeded"}, "memory"),
+}
+"""A failed test's error and reason, by the event that came instead of its answer."""
+
+_LOST_LOAD = {
+    "timeout": "import timeout",
+    "output": "the program printed too much output while loading",
+    "memory": "the program ran out of memory while loading",
+}
+"""Why a worker failed to load the candidate, by the event that came instead of its report."""
+
+
+def _word(event: Any) -> str:
+    """An event named by the driver (a str), or "" for a record the worker wrote."""
+    return event if isinstance(event, str) else ""
+
+
+class WorkerLink(Protocol):
+    """The worker as the loop sees it: a process of this run (the judge here) or a sandbox run
+    of its own (direct mode, in the parent)."""
+
+    def send(self, data: bytes) -> None:
+        """Write request lines to the worker (buffered: never blocks)."""
+
+    def kill(self) -> None:
+        """End the worker now."""
+
+    def how_it_ended(self) -> str:
+        """After ``"ended"``: how, e.g. ``"exited with code 1"`` or ``"was killed by SIGKILL"``."""
+
+    def let_exit(self) -> None:
+        """No more requests: the worker exits on its own, or is killed shortly after."""
+
+    def printed(self) -> tuple[bytes, bytes, int]:
+        """What the workers printed since the last call: the tails of stdout and stderr (the
+        last :data:`TAIL` bytes at least) and how many bytes in all."""
+
+    def hidden_tests(self) -> list[dict[str, Any]]:
+        """The hidden tests, asked for once the visible tests' output is recorded."""
+
+
+def call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """The request a worker answers for the call test ``i``."""
+    return {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
+
+
+def request_line(i: int, payload: dict[str, Any]) -> bytes:
+    """:func:`call_request` as the worker reads it: one JSON line."""
+    return json.dumps(call_request(i, payload), ensure_ascii=True).encode() + b"\n"
+
+
+def reply_fields(rec: dict[str, Any], wall: float) -> dict[str, Any]:
+    """A test record's fields from the worker's answer ``rec``, timed ``wall`` seconds."""
+    fields: dict[str, Any] = {"ok": rec.get("ok") is True, "wall_s": round(wall, 6)}
+    if fields["ok"]:
+        fields["value"] = rec.get("value")
+    else:
+        fields["error"] = safe_error(rec.get("error"))
+    return fields  # the worker's own figures ("t", "m") are the candidate's to forge: not used
+
+
+def result_record(i: int, hidden: bool, fields: dict[str, Any]) -> dict[str, Any]:
+    """A ``test`` record's fields. A hidden test's error is its kind alone: a builtin
+    exception's name or the judge's own word, nothing the candidate wrote."""
+    if hidden and "error" in fields:
+        fields["error"] = {"type": error_kind(as_dict(fields["error"]).get("type"))}
+    return {"i": i, "phase": "hidden" if hidden else "visible", **fields}
+
+
+def output_record(phase: str, out: bytes, err: bytes, total: int) -> dict[str, Any]:
+    """An ``output`` record's fields: what a phase printed, shown for the visible tests only
+    (nothing printed once a hidden input went in may reach the feedback)."""
+    visible = phase == "visible"
+    return {
+        "phase": phase,
+        "stdout": out[-TAIL:].decode("utf-8", "replace") if visible else "",
+        "stderr": err[-TAIL:].decode("utf-8", "replace") if visible else "",
+        "bytes": total,
+    }
+
+
+class CallTests:
+    """The judge's loop over call tests, written once for both ways of grading them.
+
+    :meth:`run` is a generator that a driver feeds with the worker's events (see
+    :data:`START`): the judge in the sandbox reads them from its worker's pipes
+    (:meth:`Judge.drive`), direct mode from the session of each sandbox run, in the parent.
+    The loop starts a worker and waits until it has loaded the candidate (a compile error or a
+    failed import of the first one ends the grading), then sends the requests of a phase ahead
+    (up to the next script test: a script runs in the judge and makes its own calls), takes
+    each answer in turn, and times each test from the previous answer (or from its request)
+    to its own. Anything but the answer it waits for (a timeout, a crash,
+    a reply out of turn, an endless reply, too much output) fails that test and ends the
+    worker; the next test gets a new one. The visible tests run first; their output is
+    recorded before any hidden test is asked for. Records go to ``emit(kind, **fields)``.
+
+    What a worker sends is the candidate's to forge: an answer counts only as the value
+    returned for the test being waited for, and the timing and the kills are the loop's.
+    """
+
+    def __init__(
+        self,
+        link: WorkerLink,
+        emit: Callable[..., None],
+        *,
+        timeout_s: float,
+        budget_s: float,
+        lines: list[bytes] | None = None,
+        run_script: Callable[[int, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.link, self.emit = link, emit
+        self.timeout, self.budget_s = float(timeout_s), float(budget_s)
+        self.budget_end = math.inf  # set when the first worker starts
+        self.lines = lines  # the tests' request lines, made ahead by a caller that caches them
+        self.run_script = run_script
+        self.tests: list[dict[str, Any]] = []
+        self.n_visible = 0
+        self.next = 0  # the next test to answer
+        self.phase_end = 0  # the end of the phase being run: the visible tests, then all
+        self.sent = 0  # the worker holds the requests of the tests next..sent-1
+        self.start = 0.0  # when the test being waited for began
+        self.running = False  # a worker has loaded the candidate and takes requests
+        self.workers = 0  # workers started so far
+        self.static_sent = False
+        self.stopped = False  # the first worker could not load the candidate: nothing runs
+
+    # -- the whole loop ---------------------------------------------------------------------------
+
+    def run(self, visible: list[dict[str, Any]]) -> Generator[Any, Any, None]:
+        """Every call test: the visible ones, their output, then the hidden ones."""
+        self.tests = list(visible)
+        self.n_visible = self.phase_end = len(self.tests)
+        yield from self.load()  # compile, static facts and import, before any test
+        if self.stopped:
+            return
+        yield from self.run_phase()
+        self.end_phase("visible")
+        self.tests += self.link.hidden_tests()
+        self.phase_end = len(self.tests)
+        yield from self.run_phase()
+        self.end_phase("hidden")
+        self.link.let_exit()
+
+    def run_phase(self) -> Generator[Any, Any, None]:
+        while self.next < self.phase_end:
+            i = self.next
+            fields: dict[str, Any] | None
+            if time.monotonic() >= self.budget_end:
+                fields = {"ok": False, "error": {"type": "budget"}, "why": "budget"}
+            elif "script" in self.tests[i]:
+                assert self.run_script is not None, "script tests run in the judge's sandbox"
+                fields = self.run_script(i, self.tests[i])
+            elif not self.running:
+                fields = yield from self.load()
+                if fields is None:
+                    continue  # loaded: now the test
+            else:
+                fields = yield from self.answer(i)
+            self.emit("test", **result_record(i, i >= self.n_visible, fields))
+            self.next = i + 1
+
+    def end_phase(self, phase: str) -> None:
+        self.emit("output", **output_record(phase, *self.link.printed()))
+
+    # -- a worker's life ----------------------------------------------------------------------------
+
+    def load(self) -> Generator[Any, Any, dict[str, Any] | None]:
+        """Start a worker and wait until it has loaded the candidate: ``None``, or the fields of
+        the test it was to run. The first worker's failure is the whole grading's: its compile
+        or import record is written and nothing more runs."""
+        first = self.workers == 0
+        self.workers += 1
+        self.running = False
+        yield START
+        now = time.monotonic()
+        if first:
+            self.budget_end = now + self.budget_s
+        # Requests go to a worker once it has loaded the module: nothing the candidate does
+        # while loading (reading every fd it has, say) finds a test or takes one away.
+        self.sent = self.next
+        deadline = min(now + self.timeout, self.budget_end)
+        while True:
+            event = yield deadline
+            kind = event.get("k") if isinstance(event, dict) else None
+            if kind == "static" and not self.static_sent:
+                self.static_sent = True
+                self.emit("static", ok=bool(event.get("ok")), facts=event.get("facts"))
+            elif kind == "compile" and event.get("ok") is True:
+                continue
+            elif kind == "import" and event.get("ok") is True:
+                self.running = True
+                return None
+            else:
+                return self.failed_to_load(event, first)
+
+    def failed_to_load(self, event: Any, first: bool) -> dict[str, Any]:
+        """The worker did something else than load the candidate: it is ended, and the failure
+        is the whole grading's (the first worker) or the test's it was to run (a restart)."""
+        kind = event.get("k") if isinstance(event, dict) else None
+        if event == "ended":
+            why = f"the program {self.link.how_it_ended()} while loading"
+        else:
+            self.link.kill()
+            # Anything else is a protocol failure: garbage, a record out of turn, or a compile or
+            # static report after the first (the candidate's own writing: a restarted worker
+            # that has seen inputs could put them in it).
+            why = "import" if kind == "import" else _LOST_LOAD.get(_word(event), "protocol")
+        if not first:
+            if event == "timeout" and time.monotonic() >= self.budget_end:
+                return {"ok": False, "error": {"type": "budget"}, "why": "budget"}
+            return {"ok": False, "error": {"type": "ImportError", "msg": why}, "why": why}
+        self.stopped = True
+        if kind == "compile":
+            self.emit("compile", ok=False, error=text_field(event.get("error"), TAIL, tail=True))
+            return {"why": "compile"}
+        error = {"type": "timeout" if event == "timeout" else "exited", "msg": why}
+        if kind == "import":
+            err = safe_error(event.get("error"))
+            error = {"type": err["type"], "msg": err.get("msg", ""), "tb": err.get("tb", "")}
+        self.emit("import", ok=False, error=error)
+        return {"why": why}
+
+    def drop_worker(self) -> None:
+        """End the worker now (a script test ran out of time with a call in it)."""
+        self.link.kill()
+        self.running = False
+
+    # -- answers ------------------------------------------------------------------------------------
+
+    def send_requests(self, first: int) -> None:
+        """Send the requests from test ``first`` to the phase's end or the next script test:
+        the worker answers one after the other without waiting between tests."""
+        end = first
+        while end < self.phase_end and "script" not in self.tests[end]:
+            end += 1
+        if end > first:
+            lines = self.lines
+            self.link.send(b"".join(
+                lines[k] if lines is not None else request_line(k, self.tests[k])
+                for k in range(first, end)
+            ))  # fmt: skip
+        self.sent = end
+
+    def answer(self, i: int) -> Generator[Any, Any, dict[str, Any]]:
+        """The worker's answer to the plain call test ``i``, as the test's fields."""
+        if self.sent <= i:
+            self.send_requests(i)
+            self.start = time.monotonic()
+        return (yield from self.await_answer(i, self.start + self.timeout))
+
+    def script_call(
+        self, i: int, payload: dict[str, Any], deadline: float
+    ) -> Generator[Any, Any, dict[str, Any]]:
+        """One call made by the script test ``i``, as a test's fields (a failed load included)."""
+        if not self.running:
+            failure = yield from self.load()
+            if failure is not None:
+                return failure
+        self.link.send(request_line(i, payload))
+        self.start = time.monotonic()
+        return (yield from self.await_answer(i, deadline))
+
+    def await_answer(self, i: int, deadline: float) -> Generator[Any, Any, dict[str, Any]]:
+        event = yield min(deadline, self.budget_end)
+        now = time.monotonic()
+        wall = now - self.start
+        if isinstance(event, dict) and event.get("k") == "result" and event.get("i") == i:
+            self.start = now  # the worker turned to the next test then
+            return reply_fields(event, wall)
+        if event == "ended":
+            error = {"type": "exited", "msg": f"the program {self.link.how_it_ended()}"}
+            why = "exited"
+        else:
+            lost = _LOST_ANSWER.get(_word(event))
+            error, why = lost or ({"type": "protocol", "msg": "unexpected reply"}, "protocol")
+            self.link.kill()
+        self.running = False
+        return {"ok": False, "error": dict(error), "why": why, "wall_s": round(wall, 6)}
+
+
+# ----------------------------------------------------------------------------------------------
+# The judge inside the sandbox
 # ----------------------------------------------------------------------------------------------
 
 
@@ -547,9 +947,9 @@ class Channel:
         fields["k"] = kind
         try:  # UTF-8 keeps non-ASCII output at most 4 bytes a character (escapes take 6-12)
             body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        except ValueError:  # a lone surrogate in a string, or a NaN W wrote into its reply
+        except ValueError:  # a lone surrogate in a string, or a NaN the worker wrote into its reply
             body = json.dumps(fields, ensure_ascii=True).encode()
-        except RecursionError:  # a reply nested past J's stack: no value, a failed test
+        except RecursionError:  # a reply nested past the judge's stack: no value, a failed test
             fields = {"k": kind, "i": fields.get("i"), "phase": fields.get("phase"), "ok": False,
                       "error": {"type": "protocol"}, "wall_s": fields.get("wall_s")}  # fmt: skip
             body = json.dumps(fields).encode()
@@ -630,8 +1030,8 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-class Worker:
-    """One W process and the pipes J talks to it on."""
+class WorkerProcess:
+    """One worker process and the pipes the judge talks to it on."""
 
     def __init__(self, job: dict[str, Any], judge: Judge) -> None:
         self.judge = judge
@@ -640,7 +1040,7 @@ class Worker:
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         pid = os.fork()
-        if pid == 0:  # W
+        if pid == 0:  # the worker
             try:
                 os.setpgid(0, 0)
                 import fcntl
@@ -669,26 +1069,16 @@ class Worker:
         self.open = {self.rep_r, self.out_r, self.err_r}
         self.reaped: _Reaped | None = None
 
-    def send(self, obj: dict[str, Any]) -> None:
-        self.pending += json.dumps(obj, ensure_ascii=True).encode() + b"\n"
-
     def recv(self, deadline: float) -> dict[str, Any] | str:
-        """The next reply, ``"timeout"``, ``"eof"`` (W is gone) or ``"overflow"``."""
+        """The worker's next event for the loop over call tests (see :data:`START`)."""
         while True:
-            nl = self.buf.find(b"\n")
-            if nl >= 0:
-                line, self.buf = self.buf[:nl], self.buf[nl + 1 :]
-                try:
-                    rec = json.loads(line)
-                except (ValueError, RecursionError):
-                    return "garbled"
-                return rec if isinstance(rec, dict) else "garbled"
-            if len(self.buf) > self.judge.max_reply:
-                return "overflow"
+            event, self.buf = take_reply(self.buf, self.judge.reply_cap)
+            if event is not None:
+                return event
             if self.judge.flooded:
                 return "output"
             if self.rep_r not in self.open:
-                return "eof"
+                return "ended"
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout"
@@ -722,15 +1112,15 @@ class Worker:
             self.buf += chunk
         else:
             self.judge.output(fd == self.err_r, chunk)
-            if self.judge.printed > self.judge.output_cap:
+            if self.judge.output_bytes > self.judge.output_cap:
                 self.judge.flooded = True
 
     def drain(self) -> None:
         for fd in list(self.open - {self.rep_r}):
             for _ in range(64):
-                before = self.judge.printed
+                before = self.judge.output_bytes
                 self._read(fd)
-                if self.judge.printed == before:
+                if self.judge.output_bytes == before:
                     break
 
     def finish(self, *, kill: bool) -> _Reaped:
@@ -740,7 +1130,7 @@ class Worker:
             except OSError:
                 pass
             if not kill:
-                # Let W see EOF on its requests and exit; drain what it still prints.
+                # Let the worker see EOF on its requests and exit; drain what it still prints.
                 deadline = time.monotonic() + 1.0
                 while self.open and time.monotonic() < deadline:
                     r, _, _ = select.select(
@@ -760,215 +1150,115 @@ class Worker:
         return self.reaped
 
 
-def call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
-    """The request W answers for the call test ``i`` (J's, or the parent's in direct mode)."""
-    return {"i": i, "fn": payload["fn"], "args": payload["args"], "kwargs": payload.get("kwargs")}
-
-
-def reply_fields(rec: dict[str, Any], wall: float) -> dict[str, Any]:
-    """A test record's fields from W's answer ``rec`` to its request, timed ``wall`` seconds."""
-    fields: dict[str, Any] = {"ok": rec.get("ok") is True, "wall_s": round(wall, 6)}
-    if fields["ok"]:
-        fields["value"] = rec.get("value")
-    else:
-        fields["error"] = safe_error(rec.get("error"))
-    return fields  # W's own figures ("t", "m") are the candidate's to forge: not used
-
-
 class _ScriptTimeout(BaseException):
     pass
 
 
 class Judge:
+    """The judge inside the sandbox run: it runs the tests against the candidate's processes
+    and writes what they did on the result channel.
+
+    Call tests go through :class:`CallTests`, which this judge drives with the events of its
+    worker process (:meth:`drive`; it is the loop's :class:`WorkerLink`); script tests run
+    here and call into the worker through the same loop; stdin/stdout tests run one process
+    each, forked by a :class:`ProgramServer`.
+    """
+
     def __init__(self, job: dict[str, Any], channel: Channel) -> None:
         self.job = job
         self.ch = channel
         self.timeout = float(job["timeout_s"])
-        self.budget_end = time.monotonic() + float(job["budget_s"])
-        self.max_reply = int(job.get("max_reply_bytes", 8 << 20))
+        self.budget_end = math.inf  # the stdin/stdout tests' budget, from when they start (run)
+        self.reply_cap = int(job.get("max_reply_bytes", 8 << 20)) + REPLY_ENVELOPE
         self.output_cap = int(job.get("output_cap", 1 << 20))
         self.phase = "visible"
-        self.tails = {"stdout": _Tail(), "stderr": _Tail()}
-        self.printed = 0
+        self.tails = {"stdout": Tail(), "stderr": Tail()}
+        self.output_bytes = 0  # what the workers printed in all
         self.flooded = False
-        self.worker: Worker | None = None
+        self.worker: WorkerProcess | None = None
         self.cpu = 0.0
         self.maxrss_kb = 0.0
         self.compile_failed = False
-        self.compiled = False  # a W has compiled the program (its later reports are forgeries)
-        self.import_error: dict[str, Any] | None = None
-        self.static_sent = False
+        self.compiled = False  # a program server has compiled the program
         self.server: ProgramServer | None = None
-        self.answered_at = 0.0
+        self.calls = CallTests(
+            self, channel.emit, timeout_s=self.timeout, budget_s=float(job["budget_s"]),
+            run_script=self.run_script,
+        )  # fmt: skip
 
     # -- bookkeeping ------------------------------------------------------------------------
 
     def output(self, is_err: bool, chunk: bytes) -> None:
-        self.printed += len(chunk)
+        self.output_bytes += len(chunk)
         self.tails["stderr" if is_err else "stdout"].add(chunk)
 
     def account(self, reaped: _Reaped) -> None:
         self.cpu += reaped.cpu
         self.maxrss_kb = max(self.maxrss_kb, reaped.maxrss_kb)
 
-    def end_phase(self) -> None:
+    def read_hidden(self) -> list[dict[str, Any]]:
+        """The hidden tests, from the second part of stdin (read once the visible tests are
+        done, and stdin closed after it)."""
+        hidden: list[dict[str, Any]] = _read_part(0)["hidden"]
+        os.close(0)
+        return hidden
+
+    # -- the worker, as the loop over call tests sees it (WorkerLink) -------------------------
+
+    def drive(self, steps: Generator[Any, Any, Any]) -> Any:
+        """Run one of :class:`CallTests`' generators to its end on this judge's worker: start
+        a worker when it asks for one, else wait for the worker's next event until the
+        deadline it gives. Its return value."""
+        try:
+            wanted = next(steps)
+            while True:
+                if wanted == START:
+                    self.worker = WorkerProcess(self.job, self)
+                    event: Any = "started"
+                else:
+                    assert self.worker is not None, "the loop waits on a worker it started"
+                    event = self.worker.recv(wanted)
+                wanted = steps.send(event)
+        except StopIteration as stop:
+            return stop.value
+
+    def send(self, data: bytes) -> None:
+        assert self.worker is not None, "requests go to a worker the loop started"
+        self.worker.pending += data
+
+    def kill(self) -> None:
+        self.retire(kill=True)
+
+    def how_it_ended(self) -> str:
+        reaped = self.retire(kill=False)
+        return reaped.describe() if reaped is not None else "was lost"
+
+    def let_exit(self) -> None:
+        self.retire(kill=False)
+
+    def printed(self) -> tuple[bytes, bytes, int]:
         if self.worker is not None:
             self.worker.drain()
-        visible = self.phase == "visible"
-        self.ch.emit(
-            "output",
-            phase=self.phase,
-            stdout=self.tails["stdout"].text() if visible else "",
-            stderr=self.tails["stderr"].text() if visible else "",
-            bytes=self.tails["stdout"].total + self.tails["stderr"].total,
-        )
-        self.tails = {"stdout": _Tail(), "stderr": _Tail()}
+        out, err = self.tails["stdout"], self.tails["stderr"]
+        self.tails = {"stdout": Tail(), "stderr": Tail()}
+        return out.data, err.data, out.total + err.total
 
-    def test_record(self, i: int, **fields: Any) -> None:
-        if self.phase == "hidden" and "error" in fields:
-            fields["error"] = {"type": error_kind(_as_dict(fields["error"]).get("type"))}
-        self.ch.emit("test", i=i, phase=self.phase, **fields)
-
-    # -- the worker's life --------------------------------------------------------------------
-
-    def ensure_worker(self) -> str | None:
-        """A live, imported W; or why not (``"compile"``, ``"import"``, ``"timeout"``...)."""
-        if self.worker is not None:
-            return None
-        w = Worker(self.job, self)
-        deadline = min(time.monotonic() + self.timeout, self.budget_end)
-        while True:
-            rec = w.recv(deadline)
-            if rec == "timeout":
-                w.finish(kill=True)
-                return "import timeout"
-            if not isinstance(rec, dict):
-                reaped = w.finish(kill=True)
-                return f"the program {reaped.describe()} while loading"
-            kind = rec.get("k")
-            if kind == "static" and not self.static_sent:
-                self.static_sent = True
-                self.ch.emit("static", ok=bool(rec.get("ok")), facts=rec.get("facts"))
-            elif kind == "compile":
-                if rec.get("ok"):
-                    self.compiled = True
-                elif self.compiled:
-                    # It compiled before: this report is the candidate's own (a restarted W
-                    # that has seen inputs could put them in it). A failure, without its text.
-                    w.finish(kill=True)
-                    return "protocol"
-                else:
-                    w.finish(kill=True)
-                    self.compile_failed = True
-                    self.ch.emit(
-                        "compile", ok=False, error=_text(rec.get("error"), TAIL, tail=True)
-                    )
-                    return "compile"
-            elif kind == "import":
-                if not rec.get("ok"):
-                    w.finish(kill=True)
-                    err = safe_error(rec.get("error"))
-                    self.import_error = {"type": err["type"]}
-                    if self.phase == "visible":
-                        self.import_error.update(msg=err.get("msg", ""), tb=err.get("tb", ""))
-                    return "import"
-                self.worker = w
-                return None
-            else:
-                w.finish(kill=True)
-                return "protocol"
+    def hidden_tests(self) -> list[dict[str, Any]]:
+        return self.read_hidden()
 
     def retire(self, *, kill: bool) -> _Reaped | None:
         w, self.worker = self.worker, None
         return w.finish(kill=kill) if w is not None else None
 
-    def call(self, i: int, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Run one call in W; the test record's fields."""
-        problem = self.ensure_worker()
-        if problem is not None:
-            return {"ok": False, "error": {"type": "ImportError", "msg": problem}, "why": problem}
-        w = self.worker
-        assert w is not None
-        w.send(call_request(i, payload))
-        return self.await_call(w, i, time.monotonic(), deadline)
-
-    def await_call(self, w: Worker, i: int, start: float, deadline: float) -> dict[str, Any]:
-        """W's answer to the call test ``i``, asked for already, timed from ``start``."""
-        rec = w.recv(min(deadline, self.budget_end))
-        self.answered_at = time.monotonic()
-        wall = self.answered_at - start
-        if isinstance(rec, dict) and rec.get("k") == "result" and rec.get("i") == i:
-            return reply_fields(rec, wall)
-        if rec == "output":
-            self.retire(kill=True)
-            return {"ok": False, "error": {"type": "output limit"}, "why": "output", "wall_s": wall}
-        if rec == "timeout":
-            self.retire(kill=True)
-            return {"ok": False, "error": {"type": "timeout"}, "why": "timeout", "wall_s": wall}
-        if rec == "overflow":
-            self.retire(kill=True)
-            return {
-                "ok": False,
-                "error": {"type": "value too large"},
-                "why": "overflow",
-                "wall_s": wall,
-            }
-        if rec == "eof":
-            reaped = self.retire(kill=False)
-            how = reaped.describe() if reaped else "was lost"
-            return {"ok": False, "error": {"type": "exited", "msg": f"the program {how}"}, "why": "exited",
-                    "wall_s": wall}  # fmt: skip
-        self.retire(kill=True)
-        return {"ok": False, "error": {"type": "protocol", "msg": "unexpected reply"}, "why": "protocol",
-                "wall_s": wall}  # fmt: skip
-
-    # -- running the tests --------------------------------------------------------------------
-
-    def run_call_tests(self, tests: list[dict[str, Any]], first: int) -> bool:
-        """Run ``tests``; False when nothing more can run (compile/import failure).
-
-        Plain calls are asked for ahead, up to the next script test: W answers one after the
-        other without waiting for J between tests. A test's time runs from the previous answer
-        (when W turned to it) or, for the first one W gets, from the request; its deadline is
-        that start plus the timeout. A worker that dies or is killed takes its queued requests
-        with it: the next one gets them again.
-        """
-        queued_on: Worker | None = None  # the worker holding requests up to ``queued``
-        queued = 0
-        start = time.monotonic()
-        for offset, payload in enumerate(tests):
-            i = first + offset
-            if time.monotonic() >= self.budget_end:
-                self.test_record(i, ok=False, error={"type": "budget"}, why="budget")
-                continue
-            if "script" in payload:
-                fields = self.run_script(i, payload)
-            elif (problem := self.ensure_worker()) is not None:
-                fields = {"ok": False, "error": {"type": "ImportError", "msg": problem},
-                          "why": problem}  # fmt: skip
-            else:
-                w = self.worker
-                assert w is not None
-                if queued_on is not w or queued <= offset:
-                    queued_on, queued, start = w, offset, time.monotonic()
-                    while queued < len(tests) and "script" not in tests[queued]:
-                        w.send(call_request(first + queued, tests[queued]))
-                        queued += 1
-                fields = self.await_call(w, i, start, start + self.timeout)
-                start = self.answered_at  # W turned to the next test then
-            if fields.get("why") in ("compile", "import"):
-                if fields["why"] == "import":
-                    self.ch.emit("import", ok=False, error=self.import_error)
-                return False
-            self.test_record(i, **fields)
-        return True
+    # -- script tests -----------------------------------------------------------------------
 
     def run_script(self, i: int, payload: dict[str, Any]) -> dict[str, Any]:
-        """A test written as Python statements, run here in J; the candidate's functions are
-        proxies into W that return plain decoded values, so assertions compare plain data."""
-        judge = self
+        """A test written as Python statements, run here in the judge; the candidate's
+        functions are proxies into the worker that return plain decoded values, so assertions
+        compare plain data."""
+        calls = self.calls
         deadline = min(time.monotonic() + self.timeout * max(1, int(payload.get("calls", 1))),
-                       self.budget_end)  # fmt: skip
+                       calls.budget_end)  # fmt: skip
         failure: dict[str, Any] = {}
 
         def proxy_for(fn_name: str) -> Any:
@@ -977,9 +1267,8 @@ class Judge:
                     enc_args, enc_kwargs = encode(list(args)), encode(dict(kwargs))
                 except Unencodable as e:
                     raise TypeError(f"test arguments are not plain data: {e}") from None
-                fields = judge.call(
-                    i, {"fn": fn_name, "args": enc_args, "kwargs": enc_kwargs}, deadline
-                )
+                call = {"fn": fn_name, "args": enc_args, "kwargs": enc_kwargs}
+                fields = self.drive(calls.script_call(i, call, deadline))
                 if fields.get("why") in ("compile", "import", "timeout", "exited", "overflow",
                                          "protocol", "output"):  # fmt: skip
                     failure.update(fields)
@@ -1015,7 +1304,7 @@ class Judge:
             )
             result["ok"] = False
             if result.get("why") == "timeout":
-                self.retire(kill=True)
+                calls.drop_worker()
         except AssertionError as e:
             result = {
                 "ok": False,
@@ -1033,20 +1322,36 @@ class Judge:
         result.pop("value", None)
         return result
 
+    # -- stdin/stdout tests -------------------------------------------------------------------
+
+    def run_stdio(self, visible: list[dict[str, Any]]) -> None:
+        # The program server starts (and compiles a Python program) before the hidden tests
+        # are read.
+        if self.ensure_server() == {"why": "compile"}:
+            return
+        if not self.run_stdio_tests(visible, 0):
+            return
+        self.ch.emit("output", **output_record(self.phase, *self.printed()))
+        self.phase = "hidden"
+        hidden = self.read_hidden()
+        if hidden and not self.run_stdio_tests(hidden, len(visible)):
+            return
+        self.ch.emit("output", **output_record(self.phase, *self.printed()))
+
     def run_stdio_tests(self, tests: list[dict[str, Any]], first: int) -> bool:
         for offset, payload in enumerate(tests):
             i = first + offset
             if time.monotonic() >= self.budget_end:
-                self.test_record(i, ok=False, error={"type": "budget"}, why="budget")
-                continue
-            fields = self.run_program(payload.get("input", ""))
+                fields: dict[str, Any] = {"ok": False, "error": {"type": "budget"}, "why": "budget"}
+            else:
+                fields = self.run_program(payload.get("input", ""))
             if fields.get("why") == "compile":
                 return False
-            self.test_record(i, **fields)
+            self.ch.emit("test", **result_record(i, self.phase == "hidden", fields))
         return True
 
     def ensure_server(self) -> ProgramServer | dict[str, Any]:
-        """A live program server S, or the failed test's fields: ``{"why": "compile"}`` once
+        """A live program server, or the failed test's fields: ``{"why": "compile"}`` once
         the program is known not to compile (the ``compile`` record is then emitted)."""
         if self.compile_failed:
             return {"why": "compile"}
@@ -1066,7 +1371,8 @@ class Judge:
         return self.server
 
     def run_program(self, stdin_text: str) -> dict[str, Any]:
-        """One test of a stdin/stdout program in a process of its own, forked by S."""
+        """One test of a stdin/stdout program in a process of its own, forked by the program
+        server."""
         server = self.ensure_server()
         if isinstance(server, dict):
             return server
@@ -1082,7 +1388,7 @@ class Judge:
         finally:
             for fd in (memfd, out_w, err_w):
                 os.close(fd)
-        out, err = bytearray(), _Tail()
+        out, err = bytearray(), Tail()
         open_fds = {out_r, err_r}
         for fd in open_fds:
             os.set_blocking(fd, False)
@@ -1145,34 +1451,13 @@ class Judge:
 
     def run(self) -> None:
         job = self.job
-        stdio = job["mode"] == "stdio"
-        visible = job["visible"]
         if job.get("binary"):
             _install_binary(job["binary"], job["argv"][0])
         self.budget_end = time.monotonic() + float(job["budget_s"])
-        if stdio:
-            # S starts (and compiles a Python program) before J has read the hidden tests.
-            if self.ensure_server() == {"why": "compile"}:
-                return
+        if job["mode"] == "stdio":
+            self.run_stdio(job["visible"])
         else:
-            problem = self.ensure_worker()  # compile, static facts and import, before any test
-            if problem == "compile":
-                return
-            if problem is not None:
-                error = self.import_error or {"type": "timeout" if "timeout" in problem else "exited",
-                                              "msg": problem}  # fmt: skip
-                self.ch.emit("import", ok=False, error=error)
-                return
-        run = self.run_stdio_tests if stdio else self.run_call_tests
-        if not run(visible, 0):
-            return
-        self.end_phase()
-        self.phase = "hidden"
-        hidden = _read_part(0)["hidden"]
-        os.close(0)
-        if hidden and not run(hidden, len(visible)):
-            return
-        self.end_phase()
+            self.drive(self.calls.run(job["visible"]))
 
     def close(self) -> None:
         self.retire(kill=False)
@@ -1183,23 +1468,24 @@ class Judge:
 
 
 class ProgramServer:
-    """S, the program server of a stdin/stdout task (seen from J).
+    """The program server of a stdin/stdout task, seen from the judge.
 
-    A fork of J that never runs the candidate's code itself: it compiles a Python program
-    once, then for every test forks a fresh process that runs it (or execs the compiled
-    binary) on the test's stdin, reaps that process and reports its wait status and rusage
-    (the kernel's figures, from ``wait4``). Each test still runs in a process of its own, so
-    nothing a program does carries over to the next test; J forks once per run instead of
-    once per test, and the per-test forks come from S, whose pages J's own work does not keep
-    dirtying. S is non-dumpable like J (a program cannot open its memory) and holds nothing a
-    program could forge results with: a program that kills or stops S only fails its own test,
-    and J starts another S for the next one.
+    A fork of the judge that never runs the candidate's code itself: it compiles a Python
+    program once, then for every test forks a fresh process that runs it (or execs the
+    compiled binary) on the test's stdin, reaps that process and reports its wait status and
+    rusage (the kernel's figures, from ``wait4``). Each test still runs in a process of its
+    own, so nothing a program does carries over to the next test; the judge forks once per run
+    instead of once per test, and the per-test forks come from the server, whose pages the
+    judge's own work does not keep dirtying. The server is non-dumpable like the judge (a
+    program cannot open its memory) and holds nothing a program could forge results with: a
+    program that kills or stops it only fails its own test, and the judge starts another
+    server for the next one.
     """
 
     def __init__(self, job: dict[str, Any]) -> None:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
-        if pid == 0:  # S
+        if pid == 0:  # the server
             try:
                 self.sock.close()
                 _serve_programs(job, theirs)
@@ -1213,7 +1499,7 @@ class ProgramServer:
         self.exit: dict[str, Any] | None = None
 
     def start(self, deadline: float) -> tuple[str | None, str]:
-        """Wait until S is ready: ``(None, "")``, ``("compile", diagnostics)``, or the kind of
+        """Wait until the server is ready: ``(None, "")``, ``("compile", diagnostics)``, or the kind of
         failure (``"timeout"``, ``"exited"``) and why."""
         while True:
             left = deadline - time.monotonic()
@@ -1259,12 +1545,12 @@ class ProgramServer:
         except ValueError:
             msg = None
         if not isinstance(msg, dict):
-            self.alive = False  # S never sends that: treat it as gone
+            self.alive = False  # the server never sends that: treat it as gone
             return None
         return msg
 
     def receive(self) -> None:
-        """Take in S's next message (the test process's pid, or its end)."""
+        """Take in the server's next message (the test process's pid, or its end)."""
         msg = self._recv()
         if msg is None:
             return
@@ -1275,7 +1561,7 @@ class ProgramServer:
 
     def finish_test(self, *, kill: bool) -> _Reaped:
         """The test's process ended (killed first, with what it left, if ``kill``): its wait
-        status and rusage as S reaped it; ``status=None`` if S could not tell."""
+        status and rusage as the server reaped it; ``status=None`` if it could not tell."""
         if kill and self.exit is None:
             if self.test_pid is not None:
                 _kill_group(self.test_pid)
@@ -1283,7 +1569,7 @@ class ProgramServer:
                     os.kill(self.test_pid, signal.SIGKILL)
                 except OSError:
                     pass
-            else:  # S never said which process: it is stuck, end it
+            else:  # the server never said which process: it is stuck, end it
                 self.close(kill=True)
         deadline = time.monotonic() + 1.0
         while self.exit is None and self.alive:
@@ -1297,7 +1583,7 @@ class ProgramServer:
             if ready:
                 self.receive()
         e = self.exit
-        if e is None:  # S is gone or stuck: end it; the test's process goes with its group
+        if e is None:  # the server is gone or stuck: end it; the test's process goes with its group
             if self.test_pid is not None:
                 _kill_group(self.test_pid)
             self.close(kill=True)
@@ -1310,7 +1596,7 @@ class ProgramServer:
         )
 
     def close(self, *, kill: bool = False) -> None:
-        """End S (it exits when its socket closes) and reap it. S's own rusage is not the
+        """End the server (it exits when its socket closes) and reap it. Its own rusage is not the
         program's: the tests' processes were accounted one by one."""
         if self.pid <= 0:
             return
@@ -1328,7 +1614,7 @@ def _send_json(sock: socket.socket, obj: dict[str, Any]) -> None:
 
 
 def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
-    """S's life (see :class:`ProgramServer`): compile, then one fresh process per request."""
+    """The program server's life (see :class:`ProgramServer`): compile, then one fresh process per request."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -1380,7 +1666,7 @@ def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
                 pass
             os._exit(127)
         try:
-            os.setpgid(pid, pid)  # also here: J may kill the group before the child runs
+            os.setpgid(pid, pid)  # also here: the judge may kill the group before the child runs
         except OSError:
             pass
         for fd in fds:
@@ -1401,7 +1687,7 @@ def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
 
 
 def _run_python_code(path: str, code: Any) -> None:
-    """In a fresh fork of S: run the compiled program as ``python solution.py`` would."""
+    """In a fresh fork of the program server: run the compiled program as ``python solution.py`` would."""
     sys.argv = [path]
     main = types.ModuleType("__main__")
     main.__file__ = path
@@ -1507,7 +1793,8 @@ def run_special_judge(job: dict[str, Any], ch: Channel) -> None:
 
 
 def serve_calls(job: dict[str, Any]) -> None:
-    """W on its own, as the run's only process (``mode: "calls"``): the parent is the judge.
+    """The worker alone, as the run's only process (``mode: "calls"``): the loop over call tests
+    runs in the parent (direct mode).
 
     The parent sends the call requests on stdin, one JSON line each (the visible tests, then,
     once it has their answers and the output they printed, the hidden ones), and reads the

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
+from llmgym.envs.coding.families.strings import WORDS
 from llmgym.envs.coding.problem import Part, module_task, scale
-from llmgym.envs.coding.strings import WORDS
 from llmgym.tasks import Family, Task
 
 # --- inventory ----------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
+from llmgym.envs.coding.families.strings import WORDS
 from llmgym.envs.coding.problem import scale, stdio_task
-from llmgym.envs.coding.strings import WORDS
 from llmgym.tasks import Family, Task
 
 # --- sum of pairs -------------------------------------------------------------------------------

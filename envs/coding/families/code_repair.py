@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmgym import error
+from llmgym.envs.coding.families.strings import WORDS
+from llmgym.envs.coding.judge.program import decode, encode, static_facts
 from llmgym.envs.coding.problem import DEFAULT_LIMITS, render_call, render_expected, scale
-from llmgym.envs.coding.runner import encode
-from llmgym.envs.coding.strings import WORDS
-from llmgym.rewards.coding import static_facts
 from llmgym.tasks import Family, Task, draft
 
 FORBIDDEN_IMPORTS = ("os", "sys", "subprocess", "socket", "shutil", "ctypes", "importlib", "pickle")
@@ -120,10 +119,8 @@ def build_repair_task(template: Template, rng: random.Random, d: float) -> Task:
         shown = f2p[0]
         shown["hidden"] = False
         call, want = render_call(shown), render_expected(shown)
-        got = _outcome(bad[variant.target], tuple(_decode_args(shown)))
-        got_text = (
-            f"raises `{got[1]}`" if got[0] == "raises" else f"returns `{_decode_value(got[1])!r}`"
-        )
+        got = _outcome(bad[variant.target], tuple(decode(shown["args"])))
+        got_text = f"raises `{got[1]}`" if got[0] == "raises" else f"returns `{decode(got[1])!r}`"
         want_text = f"raise `{shown['raises']}`" if "raises" in shown else f"return `{want}`"
         example = f"\nFor example, `{call}` {got_text} but should {want_text}."
     others = [name for name in _namespace_functions(reference) if name != variant.target]
@@ -162,18 +159,6 @@ def build_repair_task(template: Template, rng: random.Random, d: float) -> Task:
 
 def _namespace_functions(source: str) -> list[str]:
     return [n for n in static_facts(source)["functions"] if not n.startswith("_")]
-
-
-def _decode_args(test: dict[str, Any]) -> list[Any]:
-    from llmgym.envs.coding.runner import decode
-
-    return list(decode(test["args"]))
-
-
-def _decode_value(value: Any) -> Any:
-    from llmgym.envs.coding.runner import decode
-
-    return decode(value)
 
 
 # --- templates ----------------------------------------------------------------------------------

@@ -1,10 +1,20 @@
-"""The procedural families of the coding envs, gathered from the theme modules."""
+"""The coding task catalogue, as plain lists: the families of ``llm/Coding-v0`` and of
+``llm/CodeRepair-v0``.
+
+One theme per module (``strings.py``, ``arrays.py``... ``stdio.py`` for stdin/stdout programs,
+``modules.py`` for multi-function modules, ``code_repair.py`` for modules to fix); each holds its
+generators, their reference solutions and a ``FAMILIES`` list. Nothing here registers itself:
+the envs take their families from these lists. How a task is built from a reference solution
+(tests, limits, prompt) is :mod:`llmgym.envs.coding.problem`; how it is graded,
+:mod:`llmgym.envs.coding.judge`.
+"""
 
 from __future__ import annotations
 
-from llmgym.envs.coding import (
+from llmgym.envs.coding.families import (
     arrays,
     bits,
+    code_repair,
     dp,
     geometry,
     graphs,
@@ -31,6 +41,9 @@ FAMILIES: list[Family] = [
     *modules.FAMILIES,
 ]
 """Every family of ``llm/Coding-v0``: function-level tasks, stdin/stdout tasks and modules."""
+
+REPAIR_FAMILIES: list[Family] = [*code_repair.REPAIR_FAMILIES]
+"""Every family of ``llm/CodeRepair-v0``: a module with a bug to fix under constraints."""
 
 
 def family_languages(family: Family) -> tuple[str, ...]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
+from llmgym.envs.coding.families.strings import WORDS, random_word
 from llmgym.envs.coding.problem import call_task, scale
-from llmgym.envs.coding.strings import WORDS, random_word
 from llmgym.tasks import Family, Task
 
 # --- evaluate_expression ------------------------------------------------------------------------
