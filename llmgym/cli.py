@@ -27,6 +27,7 @@ _EXTENSIONS = (
     ("llmgym.sandbox.cli", "add_subparser"),
     ("llmgym.agents.cli", "add_subparsers"),
     ("llmgym.evaluation.cli", "add_subparsers"),
+    ("llmgym.serve.cli", "add_subparsers"),
 )
 
 DEBUG_ENV = "LLMGYM_DEBUG"

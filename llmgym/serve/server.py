@@ -1,0 +1,104 @@
+"""Run the served app with uvicorn: on a socket bound here (port 0 picks a free one)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from llmgym import error
+from llmgym.serve.app import ServeConfig, create_app
+
+TOKEN_ENV = "LLMGYM_SERVE_TOKEN"
+"""Client tokens (comma-separated) when ``--token`` is not given."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, tokens: list[str]) -> None:
+    """Refuse to serve beyond loopback without a token."""
+    if not tokens and not is_loopback(host):
+        raise error.Error(
+            f"Serving on {host} (not loopback) needs a client token: pass --token TOKEN or set "
+            f"{TOKEN_ENV} (every request then needs 'Authorization: Bearer TOKEN')"
+        )
+
+
+def tokens_from(given: list[str] | None) -> list[str]:
+    tokens = [t for t in (given or []) if t]
+    if not tokens:
+        tokens = [t.strip() for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip()]
+    return tokens
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class Server:
+    """A uvicorn server on its own socket; ``start()`` in a thread, ``stop()`` ends it.
+
+    >>> srv = Server(ServeConfig(env_ids=["llm/Math-v0"]))  # doctest: +SKIP
+    >>> srv.start(); srv.url  # doctest: +SKIP
+    'http://127.0.0.1:40123'
+    """
+
+    def __init__(self, config: ServeConfig, host: str = "127.0.0.1", port: int = 0, **uvicorn: Any):
+        import uvicorn as uv
+
+        check_bind(host, config.tokens)
+        self.app = create_app(config)
+        self.sock = bind(host, port)
+        self.url = url_of(self.sock)
+        options = {"log_level": "warning", "access_log": False, "lifespan": "on", **uvicorn}
+        self.server = uv.Server(uv.Config(self.app, **options))
+        self._thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve in this thread until stopped (or SIGINT/SIGTERM when in the main thread)."""
+        self.server.run(sockets=[self.sock])
+
+    def start(self, timeout_s: float = 60.0) -> Server:
+        self._thread = threading.Thread(target=self.run, name="llmgym-serve", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)  # polls uvicorn's own flag, under a deadline
+        if not self.server.started:
+            self.stop()
+            raise error.Error(f"The llmgym server did not start within {timeout_s} s")
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self.sock.close()
+        self.app.pool.close_all()
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

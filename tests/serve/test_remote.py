@@ -1,0 +1,80 @@
+"""A remote env is the env: the contract checks pass, and rewards equal the same episode in-process."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+from llmgym import error, remote
+from llmgym.checks import check_env
+from llmgym.serve import Server
+
+from .conftest import DECLARATIVE_ID
+
+
+def _episode(env: gym.Env, seed: int, policy: str) -> list[tuple]:
+    """(observation, reward, terminated, truncated, task id) of each step of one episode."""
+    base = env.unwrapped
+    obs, info = env.reset(seed=seed)
+    out = [(obs, info["task_id"])]
+    for _ in range(20):
+        action = base.oracle_action() if policy == "oracle" else "I am not sure."
+        obs, reward, terminated, truncated, info = env.step(action)
+        out.append((obs, float(reward), terminated, truncated, info["is_success"]))
+        if terminated or truncated:
+            break
+    return out
+
+
+@pytest.mark.parametrize("env_id", ["llm/Math-v0", "llm/ToolCalling-v0", DECLARATIVE_ID])
+def test_remote_episodes_equal_in_process(server: Server, env_id: str) -> None:
+    env = remote.make(server.url, env_id)
+    local = gym.make(env_id)
+    try:
+        for seed in (0, 1, 7):
+            for policy in ("oracle", "wrong"):
+                assert _episode(env, seed, policy) == _episode(local, seed, policy), (seed, policy)
+    finally:
+        env.close()
+        local.close()
+
+
+@pytest.mark.parametrize("env_id", ["llm/Math-v0", DECLARATIVE_ID])
+def test_remote_env_passes_both_checkers(server: Server, env_id: str) -> None:
+    env = remote.make(server.url, env_id)
+    try:
+        gym_check_env(env, skip_render_check=True, skip_close_check=True)
+        check_env(env, seeds=(0, 1), skip_gymnasium=True)
+    finally:
+        env.close()
+
+
+def test_snapshots_and_message_actions_round_trip(server: Server) -> None:
+    env = remote.make(server.url, "llm/ToolCalling-v0")
+    try:
+        env.reset(seed=3)
+        state = env.get_state()
+        first = env.step({"content": "checking", "tool_calls": []})
+        env.set_state(state)
+        second = env.step({"content": "checking", "tool_calls": []})
+        assert first[:4] == second[:4]
+        assert env.episode is not None and env.episode.turn == 1
+    finally:
+        env.close()
+
+
+def test_errors_come_back_as_the_envs_own(server: Server) -> None:
+    env = remote.make(server.url, "llm/Math-v0")
+    try:
+        with pytest.raises(error.ResetNeeded):
+            env.step("42")
+        env.reset(seed=0)
+        with pytest.raises(gym.error.InvalidAction):
+            env.step(None)
+        with pytest.raises(error.InvalidState):
+            env.set_state({"format": 99})
+    finally:
+        env.close()
+    with pytest.raises(error.UnknownEnv, match="did you mean 'llm/Math-v0'"):
+        remote.make(server.url, "llm/Maths-v0")
