@@ -36,6 +36,7 @@ from typing import Any
 
 from llmgym.agents.config import ConfigError, TrainConfig, require
 from llmgym.agents.reference import REFERENCE_MODES, k3
+from llmgym.agents.runlog import PhaseClock
 
 LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
 SCALE_REWARDS = ("group", "batch", "none")
@@ -423,7 +424,7 @@ class GRPOTrainer:
 
         # 3. Policy update on this process's kept episodes.
         t0 = time.perf_counter()
-        stats = self._update(kept_trajs, kept_adv) if kept_groups else {}
+        stats = self._update(kept_trajs, kept_adv, timings) if kept_groups else {}
         timings["update_s"] = time.perf_counter() - t0
 
         # 4. Reference model and KL coefficient.
@@ -475,44 +476,58 @@ class GRPOTrainer:
                 step=self.step + 1,
             )
 
-    def _update(self, trajs: list[Any], advantages: list[float]) -> dict[str, float]:
-        """num_iterations x mini_batches optimizer steps on the kept episodes; returns loss stats."""
+    def _update(
+        self, trajs: list[Any], advantages: list[float], timings: dict[str, float]
+    ) -> dict[str, float]:
+        """num_iterations x mini_batches optimizer steps on the kept episodes; returns loss stats.
+
+        Adds to ``timings``: ``logprobs_s`` (no-grad passes: old and reference logprobs, the
+        update KL), ``forward_s`` (forward and loss), ``backward_s``, ``optimizer_s`` (clip, step).
+        """
         cfg, acc, torch = self.cfg, self.accelerator, self._torch
-        from llmgym.agents.modeling import pad_right, token_logprobs
+        clock = PhaseClock(timings)
+        F = torch.nn.functional
+        from llmgym.agents.modeling import CompletionBatch, completion_logprobs
 
         if cfg.mask_truncated_completions:
             keep = [i for i, t in enumerate(trajs) if not t.completion_truncated]
             trajs, advantages = [trajs[i] for i in keep], [advantages[i] for i in keep]
         pad = self.tokenizer.pad_token_id or 0
-        ids, attn = pad_right([t.token_ids for t in trajs] or [[pad, pad]], pad)
-        loss_mask, _ = pad_right([t.loss_mask for t in trajs] or [[0, 0]], 0)
-        loss_mask = loss_mask[:, 1:]  # aligned with next-token logprobs
-        if not trajs:  # a process with nothing to train still joins every collective
-            loss_mask = loss_mask * 0
-        adv = torch.tensor(advantages or [0.0], dtype=torch.float32)
         dev = acc.device
-        ids, attn, loss_mask, adv = ids.to(dev), attn.to(dev), loss_mask.to(dev), adv.to(dev)
-        n = ids.shape[0]
+        # Each distinct prompt once, then every episode's tokens after it (see CompletionBatch);
+        # a process with nothing to train still joins every collective, on one dummy row.
+        batch = CompletionBatch.build(
+            [t.token_ids for t in trajs] or [[pad, pad]],
+            [t.prompt_length for t in trajs] or [1],
+            [t.loss_mask for t in trajs] or [[0, 0]],
+            pad,
+        ).to(dev)
+        loss_mask = batch.loss_mask
+        adv = torch.tensor(advantages or [0.0], dtype=torch.float32, device=dev)
+        n, width = batch.ids.shape
 
         def forward(model: Any, rows: Any, grad: bool, entropy: bool = False) -> tuple[Any, Any]:
             with torch.set_grad_enabled(grad):
-                lp, ent, _ = token_logprobs(
-                    model, ids[rows], attn[rows], temperature=cfg.temperature, with_entropy=entropy
+                lp, ent = completion_logprobs(
+                    model, batch.select(rows), temperature=cfg.temperature, with_entropy=entropy
                 )
-            return lp, ent
+            pad_to = (0, width - lp.shape[1])  # select() trims the rows' padding; restore it
+            return F.pad(lp, pad_to), F.pad(ent, pad_to) if ent is not None else None
 
         def no_grad_logprobs(model: Any) -> Any:
             parts = []
-            for s in range(0, n, cfg.micro_batch_size):
-                rows = slice(s, s + cfg.micro_batch_size)
-                parts.append(forward(model, rows, False)[0])
-            return _cat_padded(parts, ids.shape[1] - 1)
+            with clock("logprobs_s"):
+                for s in range(0, n, cfg.micro_batch_size):
+                    rows = list(range(s, min(s + cfg.micro_batch_size, n)))
+                    parts.append(forward(model, rows, False)[0])
+            return torch.cat(parts, 0)
 
+        # With one pass and one mini-batch the policy that sampled is the one being trained:
+        # the old logprobs are the first forward's, detached (no second forward), as in TRL.
         on_policy = cfg.num_iterations == 1 and cfg.mini_batches == 1
         old_lp = None if on_policy else no_grad_logprobs(self.model)
-        # On-policy, the logprobs before the step are the first forward's (kept for the update KL).
-        pre_lp = torch.zeros(ids.shape[0], ids.shape[1] - 1, device=dev)
-        ref_lp = no_grad_logprobs(self.ref.model) if self.ref is not None else None
+        pre_lp = torch.zeros(n, width, device=dev)  # kept for the update KL
+        ref_lp = no_grad_logprobs(self.ref.model) if self.ref is not None else None  # beta > 0 only
 
         sums: dict[str, float] = {
             "tokens": 0.0,
@@ -548,6 +563,7 @@ class GRPOTrainer:
                     weight = 1.0 if m < len(micro) and trajs else 0.0
                     sync = m == n_micro - 1
                     with contextlib.nullcontext() if sync else acc.no_sync(self.model):
+                        clock.start("forward_s")
                         lp, ent = forward(self.model, rows, True, entropy=True)
                         if old_lp is None and weight:
                             pre_lp[rows] = lp.detach()
@@ -567,18 +583,21 @@ class GRPOTrainer:
                             num_sequences=max(len(rows_mb), 1),
                             num_tokens=num_tokens,
                         )
+                        clock.start("backward_s")
                         acc.backward(loss)
+                        clock.stop()
                     losses.append(float(loss.detach()))
                     for key in sums:
                         sums[key] += float(st[key])
                     if ent is not None:
                         entropy_sum += float((ent * mask.to(ent.dtype)).sum())
-                if cfg.max_grad_norm > 0:
-                    grad_norms.append(
-                        float(acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm))
-                    )
-                self.optimizer.step()
-                self.optimizer.zero_grad(set_to_none=True)
+                with clock("optimizer_s"):
+                    if cfg.max_grad_norm > 0:
+                        grad_norms.append(
+                            float(acc.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm))
+                        )
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=True)
         self.lr_scheduler.step()
 
         # Statistics summed over processes, reported per trained token.
@@ -731,12 +750,6 @@ class GRPOTrainer:
         for env in [*self.envs, self.probe_env]:
             env.close()
         self.log.close()
-
-
-def _cat_padded(parts: list[Any], width: int) -> Any:
-    import torch
-
-    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[1])) for p in parts], 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

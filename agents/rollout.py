@@ -8,11 +8,14 @@ model is therefore trained on exactly the sequence it generated from, and the en
 never enter the loss. This needs a prefix-preserving chat template (rendering one more message
 only appends text); a template that is not raises :class:`llmgym.error.Error`.
 
-Envs are stepped in lock-step: every active episode's next completion is sampled in one batch.
+Envs are stepped in lock-step: every active episode's next completion is sampled in one batch
+(:func:`llmgym.agents.modeling.sample_completions`, which prefills a GRPO group's shared prompt
+once), and a prompt is rendered once for all the episodes whose conversations are equal.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmgym import error
-from llmgym.agents.hf import parse_tool_calls, render_prompt, sample, stop_ids_of
+from llmgym.agents.hf import parse_tool_calls, render_prompt, stop_ids_of
+from llmgym.agents.modeling import sample_completions
 from llmgym.core import clean_text
 
 
@@ -147,7 +151,10 @@ def collect(
         return list(pool.map(fn, items)) if pool is not None else [fn(x) for x in items]
 
     t0 = time.perf_counter()
-    live = run(lambda i: _start(envs[i], seeds[i], options[i], tokenizer), range(len(envs)))
+    rendered: dict[str, list[int]] = {}  # a group's episodes share their first prompt
+    live = run(
+        lambda i: _start(envs[i], seeds[i], options[i], tokenizer, rendered), range(len(envs))
+    )
     timings["env_s"] = timings.get("env_s", 0.0) + time.perf_counter() - t0
     try:
         while True:
@@ -155,7 +162,7 @@ def collect(
             if not active:
                 break
             t0 = time.perf_counter()
-            out = sample(
+            out = sample_completions(
                 model,
                 [ep.traj.token_ids for ep in active],
                 max_new_tokens=max_new_tokens,
@@ -189,11 +196,20 @@ def collect(
     return [ep.traj for ep in live]
 
 
-def _start(env: Any, seed: int | None, options: dict[str, Any] | None, tokenizer: Any) -> _Live:
+def _start(
+    env: Any,
+    seed: int | None,
+    options: dict[str, Any] | None,
+    tokenizer: Any,
+    rendered: dict[str, list[int]],
+) -> _Live:
     obs, info = env.reset(seed=seed, options=options)
     messages = list(info["messages"])
     tools = list(info.get("tools") or [])
-    ids = render_prompt(tokenizer, messages, tools)
+    key = json.dumps([messages, tools], sort_keys=True, default=repr)
+    if key not in rendered:
+        rendered[key] = render_prompt(tokenizer, messages, tools)
+    ids = list(rendered[key])  # a copy: the trajectory grows it
     traj = Trajectory(
         task_id=str(info["task_id"]),
         domain=str(info.get("domain", "generic")),

@@ -30,10 +30,11 @@ The schema that ``llmgym report RUN_DIR`` reads: every line holds ``step`` (int,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,30 @@ def read_run_config(run_dir: str | Path) -> dict[str, Any]:
     except (OSError, yaml.YAMLError):
         return {}
     return dict(data) if isinstance(data, Mapping) else {}
+
+
+class PhaseClock:
+    """Adds wall seconds to ``timings[name]`` (a trainer's time split per phase): ``with clock(name):``, or ``start(name)`` (which
+    stops the running one) and ``stop()``."""
+
+    def __init__(self, timings: dict[str, float]):
+        self.timings = timings
+        self.running: tuple[str, float] | None = None
+
+    def start(self, name: str) -> None:
+        self.stop()
+        self.running = (name, time.perf_counter())
+
+    def stop(self) -> None:
+        if self.running is not None:
+            name, t0 = self.running
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+            self.running = None
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self.start(name)
+        try:
+            yield
+        finally:
+            self.stop()

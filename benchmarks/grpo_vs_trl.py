@@ -14,7 +14,8 @@ callback; the full list of GRPOConfig fields set is printed.
 
 Timer scope, identical for both: the training step loop only, from the end of step 1 (the
 warm-up step, excluded for both) to the end of step N; model loading, trainer construction,
-dataset/env building, saving and evaluation are outside it. llmgym: ``perf_counter`` and
+dataset/env building, starting the math verifier's sympy worker, saving and evaluation are
+outside it. llmgym: ``perf_counter`` and
 ``process_time`` around ``train_step()`` calls 2..N (back to back). TRL: the same clocks read in a
 ``TrainerCallback.on_step_end`` (after the optimizer and LR-scheduler step, before logging), at the
 end of step 1 and of step N, so the loop's own between-step work (next batch, callbacks, the
@@ -25,7 +26,8 @@ seconds per 1000 samples, peak RSS at the end of training, the mean training rew
 5 steps, greedy held-out success on 200 seeds (mean over seeds; 95% Wilson interval on the pooled
 successes, which covers evaluation noise only; and, with >= 2 seeds, a t-interval over the
 per-seed rates, which also covers run-to-run variance), and where each trainer's step time goes:
-generation, scoring/env, other rollout work, update (forward, backward, optimizer), the rest.
+generation, scoring/env, other rollout work, no-grad logprob passes (old/reference policy), the
+update's forward (and loss), backward and optimizer (clip and step), the rest.
 
     python benchmarks/grpo_vs_trl.py [--steps 30] [--groups 4 8 16] [--seeds 0 1 2]
                                      [--model runs/demo/sft/final] [--json results.json]
@@ -52,7 +54,16 @@ from typing import Any
 ENV_ID = "llm/Math-v0"
 ENV_KWARGS = {"family": "arith.add_small", "difficulty": 0.0}
 SAMPLES_PER_STEP, MAX_NEW, LR, HELD_OUT = 64, 32, 2e-4, 200
-PHASES = ("generation", "scoring/env", "other rollout", "update", "rest")
+PHASES = (
+    "generation",
+    "scoring/env",
+    "other rollout",
+    "logprobs",
+    "forward",
+    "backward",
+    "optimizer",
+    "rest",
+)
 
 
 def trl_args(workdir: str, steps: int, group: int, seed: int) -> dict[str, Any]:
@@ -100,6 +111,20 @@ def _setup() -> None:
     torch.set_num_threads(1)
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    _warm_verifier()
+
+
+def _warm_verifier() -> None:
+    """Start the math verifier's sympy worker now, before the model loads: its first start
+    (importing sympy, about 0.4 s of waiting) is a once-per-process cost, like loading the model,
+    and would otherwise land inside the timer of whichever trainer first samples an answer that
+    needs sympy, at a random step."""
+    try:
+        from llmgym.rewards.math import sympy_pool
+
+        sympy_pool.warm_up()
+    except (ImportError, AttributeError):  # a verifier without the pool: nothing to warm
+        pass
 
 
 def _peak_rss_mb() -> float:
@@ -152,9 +177,7 @@ def run_llmgym(model: str, steps: int, group: int, seed: int, workdir: str, queu
     threads = torch.get_num_threads()
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps - 1):
-        s0 = time.perf_counter()
         m = trainer.train_step()
-        step_s = time.perf_counter() - s0
         n = SAMPLES_PER_STEP
         rewards.append(m["rewards/mean"])
         samples += n
@@ -163,10 +186,10 @@ def run_llmgym(model: str, steps: int, group: int, seed: int, workdir: str, queu
         split["generation"] += gen
         split["scoring/env"] += env
         split["other rollout"] += m["time/rollout_s"] - gen - env
-        split["update"] += m["time/update_s"]
-        split["rest"] += step_s - m["time/rollout_s"] - m["time/update_s"]
+        for phase in ("logprobs", "forward", "backward", "optimizer"):
+            split[phase] += m.get(f"time/{phase}_s", 0.0)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    split["rest"] += wall - sum(split.values())  # the loop itself, between train_step() calls
+    split["rest"] += wall - sum(split.values())  # batching, metrics, the loop between steps
     result = {
         "samples": samples,
         "tokens": tokens,
@@ -229,28 +252,57 @@ def run_trl(model: str, steps: int, group: int, seed: int, workdir: str, queue: 
     holder["trainer"] = trainer
     trainer.remove_callback(PrinterCallback)
 
-    def timed(method: str, key: str) -> None:
-        inner = getattr(trainer, method)
+    def timed(owner: Any, method: str, key: str, when: Any = None) -> None:
+        inner = getattr(owner, method)
 
         @functools.wraps(inner)
         def wrapper(*a: Any, **kw: Any) -> Any:
+            if when is not None and not when():
+                return inner(*a, **kw)
             s0 = time.perf_counter()
             try:
                 return inner(*a, **kw)
             finally:
                 add(trainer, key, time.perf_counter() - s0)
 
-        setattr(trainer, method, wrapper)
+        setattr(owner, method, wrapper)
 
-    timed("_generate", "generation")  # tokenizing prompts + model.generate + decoding
-    timed("_calculate_rewards", "scoring/env")  # the env's verifier on every completion
-    timed("_generate_and_score_completions", "rollout")  # the two above + padding, advantages
+    def in_rollout() -> bool:
+        return bool(bucket(trainer).get("in_rollout"))
+
+    def rollout(*a: Any, **kw: Any) -> Any:
+        bucket(trainer)["in_rollout"] = 1.0
+        try:
+            return rollout_inner(*a, **kw)
+        finally:
+            bucket(trainer)["in_rollout"] = 0.0
+
+    rollout_inner = trainer._generate_and_score_completions
+    trainer._generate_and_score_completions = rollout
+    timed(trainer, "_generate", "generation")  # tokenizing prompts + model.generate + decoding
+    timed(trainer, "_calculate_rewards", "scoring/env")  # the env's verifier on every completion
+    # no-grad old/reference logprobs, when the config needs them (not with beta 0, one iteration)
+    timed(trainer, "_get_per_token_logps_and_entropies", "logprobs", when=in_rollout)
+    timed(
+        trainer, "_generate_and_score_completions", "rollout"
+    )  # all the above + padding, advantages
+    timed(
+        trainer, "compute_loss", "forward"
+    )  # (in training_step, after the rollout) forward + loss
+    timed(trainer.accelerator, "backward", "backward")
+    timed(trainer, "_clip_grad_norm", "optimizer")  # + optimizer.step, timed by the callback below
 
     marks: dict[int, tuple[float, float]] = {}
 
     class StepClock(TrainerCallback):  # type: ignore[misc]
         def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             bucket(trainer)["begin"] = time.perf_counter()
+
+        def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            bucket(trainer)["optimizer_begin"] = time.perf_counter()
+
+        def on_optimizer_step(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            add(trainer, "optimizer", time.perf_counter() - bucket(trainer).pop("optimizer_begin"))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             marks[state.global_step] = (time.perf_counter(), time.process_time())
@@ -269,9 +321,13 @@ def run_trl(model: str, steps: int, group: int, seed: int, workdir: str, queue: 
     for b in timed_steps:
         split["generation"] += b["generation"]
         split["scoring/env"] += b["scoring/env"]
-        split["other rollout"] += b["rollout"] - b["generation"] - b["scoring/env"]
-        split["update"] += b["step"] - b["rollout"]  # forward, backward, clip, optimizer, LR
-    split["rest"] = wall - sum(split.values())  # between on_step_end and on_step_begin
+        split["logprobs"] += b.get("logprobs", 0.0)
+        split["other rollout"] += (
+            b["rollout"] - b["generation"] - b["scoring/env"] - b.get("logprobs", 0.0)
+        )
+        for phase in ("forward", "backward", "optimizer"):
+            split[phase] += b[phase]
+    split["rest"] = wall - sum(split.values())  # zero_grad, LR, logging check, between steps
     result = {
         "samples": int(sum(b["samples"] for b in timed_steps)),
         "tokens": int(sum(b["tokens"] for b in timed_steps)),
@@ -455,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "timer scope (both): the step loop from the end of step 1 to the end of step "
         f"{args.steps}, i.e. steps 2..{args.steps} and the loop between them; excluded: model "
-        "loading, trainer construction, dataset and env building, step 1, saving, evaluation. "
+        "loading, trainer construction, dataset and env building, starting the math verifier's "
+        "sympy worker, step 1, saving, evaluation. "
         "llmgym: clocks around train_step() calls 2..N; TRL: clocks read in on_step_end "
         "(after the optimizer and LR step). CPU = process_time over the same span."
     )
@@ -464,8 +521,10 @@ def main(argv: list[str] | None = None) -> int:
         "(prompt templating + model.generate + decoding); scoring/env = llmgym's time/env_s "
         "(env resets, prompt rendering, decoding, env.step) | TRL's _calculate_rewards; other "
         "rollout = task drawing, gathering, advantages (llmgym) | padding, advantages, metrics in "
-        "_generate_and_score_completions (TRL); update = forward + backward + clip + optimizer; "
-        "rest = metrics and the loop between steps."
+        "_generate_and_score_completions (TRL); logprobs = no-grad old/reference passes (none "
+        "with beta 0 and one iteration, for both); forward = forward + loss (llmgym's passes "
+        "with gradients | TRL's compute_loss); backward = the backward calls; optimizer = grad "
+        "clip + optimizer step; rest = batching, zero_grad, LR step, metrics, the loop."
     )
     report(results, args.steps)
     if args.json:

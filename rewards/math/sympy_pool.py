@@ -208,6 +208,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+def warm_up() -> None:
+    """Start a worker now, in the background, so that the first answer that needs sympy does not
+    wait for one (importing sympy takes about 0.4 s): for servers and benchmarks that would rather
+    pay it at start-up."""
+    get_pool()._start_spare()
+
+
 def shutdown() -> None:
     """Kill the worker processes now (they restart on next use)."""
     global _pool

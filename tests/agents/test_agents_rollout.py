@@ -43,7 +43,7 @@ def test_multi_turn_keeps_sampled_ids_and_masks_env_tokens(
         ids = scripted.pop(0)
         return Samples([ids], [[-0.5] * len(ids)], [True])
 
-    monkeypatch.setattr(rollout, "sample", fake_sample)
+    monkeypatch.setattr(rollout, "sample_completions", fake_sample)
     (traj,) = collect([env], model, tok, seeds=[3], options=[None], max_new_tokens=200)
     assert traj.reward == 1.0 and traj.is_success and traj.num_turns == 2
     sampled = [t for t, m in zip(traj.token_ids, traj.loss_mask, strict=True) if m]
@@ -106,7 +106,7 @@ def test_context_limit_ends_episode(tiny_dir: str, monkeypatch: pytest.MonkeyPat
     call = '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'
     ids = tok(call, add_special_tokens=False).input_ids + [tok.eos_token_id]
     monkeypatch.setattr(
-        rollout, "sample", lambda m, p, **kw: Samples([ids], [[0.0] * len(ids)], [True])
+        rollout, "sample_completions", lambda m, p, **kw: Samples([ids], [[0.0] * len(ids)], [True])
     )
     (traj,) = collect(
         [env],
@@ -178,3 +178,106 @@ def test_collect_rejects_mismatched_arguments(tiny_dir: str) -> None:
     model, tok = load(tiny_dir)
     with pytest.raises(llmgym.error.Error, match="one seed"):
         collect([make_env(MATH)], model, tok, seeds=[0, 1], options=[None], max_new_tokens=2)
+
+
+# --- the sampler: hf.sample's contract and distribution, with a group's prompt prefilled once ---
+
+
+def _prompts(tok: Any) -> list[list[int]]:
+    """Two groups of equal prompts and one prompt of another length, interleaved."""
+    a = tok("What is 3 + 4?", add_special_tokens=False).input_ids
+    b = tok("What is 12 + 30? Answer.", add_special_tokens=False).input_ids
+    return [a, b, a, a, b[2:], b]
+
+
+def test_sample_completions_is_hf_sample_when_greedy(tiny_dir: str) -> None:
+    from llmgym.agents.hf import sample, stop_ids_of
+    from llmgym.agents.modeling import sample_completions
+
+    model, tok = load(tiny_dir)
+    kw: dict[str, Any] = {
+        "max_new_tokens": 12,
+        "stop_ids": stop_ids_of(tok, model),
+        "pad_id": tok.pad_token_id,
+        "temperature": 0.0,
+    }
+    ref, out = sample(model, _prompts(tok), **kw), sample_completions(model, _prompts(tok), **kw)
+    assert out.token_ids == ref.token_ids and out.finished == ref.finished
+    for a, b in zip(out.logprobs, ref.logprobs, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_sampled_tokens_end_at_a_stop_and_carry_their_recomputed_logprobs(tiny_dir: str) -> None:
+    import torch
+
+    from llmgym.agents.hf import stop_ids_of
+    from llmgym.agents.modeling import pad_right, sample_completions, token_logprobs
+
+    model, tok = load(tiny_dir)
+    stops = stop_ids_of(tok, model)
+    prompts = _prompts(tok) * 4
+    out = sample_completions(
+        model,
+        prompts,
+        max_new_tokens=10,
+        stop_ids=stops,
+        pad_id=tok.pad_token_id,
+        temperature=0.9,
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert any(out.finished) and not all(out.finished)  # some stop, some run to the limit
+    ids, attn = pad_right([p + c for p, c in zip(prompts, out.token_ids, strict=True)], 0)
+    lp, _, _ = token_logprobs(model, ids, attn, temperature=0.9)
+    for i, (p, c) in enumerate(zip(prompts, out.token_ids, strict=True)):
+        assert 1 <= len(c) <= 10 and not any(t in stops for t in c[:-1])
+        assert out.finished[i] == (c[-1] in stops) and (out.finished[i] or len(c) == 10)
+        assert torch.allclose(
+            lp[i, len(p) - 1 : len(p) - 1 + len(c)], torch.tensor(out.logprobs[i]), atol=1e-5
+        )
+
+
+def test_categorical_draws_in_proportion_and_never_a_zero_probability() -> None:
+    import torch
+
+    from llmgym.agents.modeling import categorical
+
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0]]).expand(100_000, 5)
+    draws = categorical(probs, torch.Generator().manual_seed(3))
+    freq = torch.bincount(draws, minlength=5) / len(draws)
+    assert freq[1] == 0 and freq[4] == 0
+    assert torch.allclose(freq, probs[0], atol=0.01)
+    # Unnormalised rows, a single nonzero entry at either end, the last uniform's rounding.
+    edge = torch.tensor([[0.0, 0.0, 2.0], [3.0, 0.0, 0.0], [1e-30, 1.0, 0.0]])
+    for seed in range(50):
+        assert categorical(edge, torch.Generator().manual_seed(seed))[:2].tolist() == [2, 0]
+
+
+def test_a_group_prompt_is_rendered_once_into_separate_token_lists(
+    tiny_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, tok = load(tiny_dir)
+    calls: list[int] = []
+    real = rollout.render_prompt
+
+    def counting(*a: Any, **kw: Any) -> list[int]:
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(rollout, "render_prompt", counting)
+    probe = make_env(MATH, MATH_KWARGS)
+    _, info = probe.reset(seed=11)
+    envs = [make_env(MATH, MATH_KWARGS) for _ in range(4)]
+    trajs = collect(
+        envs,
+        model,
+        tok,
+        seeds=[None, None, None, 12],
+        options=[{"task_id": info["task_id"]}] * 3 + [None],
+        max_new_tokens=4,
+    )
+    assert trajs[3].task_id != info["task_id"]
+    assert len(calls) == 2  # the group's prompt, then the fourth env's own task
+    assert len({id(t.token_ids) for t in trajs}) == 4
+    assert (
+        trajs[0].token_ids[: trajs[0].prompt_length] == trajs[1].token_ids[: trajs[1].prompt_length]
+    )

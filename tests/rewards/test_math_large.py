@@ -340,3 +340,24 @@ def test_a_constant_used_as_an_exponent_and_as_a_value_keeps_both_meanings() -> 
 
 
 GEOMETRIC_300 = " + ".join(f"x^{{{k}}}" for k in range(300, 1, -1)) + " + x + 1"
+
+
+def test_warm_up_starts_a_sympy_worker_ahead_of_the_first_call() -> None:
+    """In a fresh process: no worker before; one idle worker right after ``warm_up``, which the
+    first call that needs sympy then uses instead of starting its own."""
+    import subprocess
+    import sys
+
+    code = (
+        "from llmgym.rewards.math import sympy_pool\n"
+        "pool = sympy_pool.get_pool()\n"
+        "assert pool._idle == []\n"
+        "sympy_pool.warm_up()\n"
+        "assert len(pool._idle) == 1\n"
+        "worker = pool._idle[0]\n"
+        "assert pool.call(('ping',), 60) is not None\n"
+        "assert pool._idle == [worker]\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
