@@ -13,7 +13,7 @@ One more row is a reference, not a sandbox: a warm interpreter that forks a chil
 nothing else (no isolation at all). It is the floor of every design that gives each run a
 process of its own, which the sandbox must (all of a run's processes end with it, and no run
 sees another's state); its ratio to the subprocess baseline bounds what any such sandbox can
-reach on this machine.
+reach on this machine, and every row is also given as a ratio to it ("x floor").
 
 CPU per run counts every process of the method (this one, its subprocesses, the zygote, the
 runs; for the docker pool, its containers), measured by a cpuacct cgroup put around this process
@@ -21,15 +21,30 @@ runs; for the docker pool, its containers), measured by a cpuacct cgroup put aro
 by one) nor, for ``docker run``, the Docker daemon, containerd and runc. Unlike wall time, it
 hardly depends on what else the machine runs.
 
-    python benchmarks/sandbox.py [--quick] [--rounds N]
+Two more tables put the local fast path beside the floor alone:
+
+- by runs in flight (``--sweep``, default 1, 2, 4, 8): throughput and CPU per run of both,
+  taking turns, and their ratios (the targets: >= 0.6x the floor's throughput, CPU per run
+  <= 1.5x the floor's, p99 <= 2x p50 one run at a time);
+- what each step of a run's isolation costs (``--steps``): each step done alone, many times, in
+  a fork of an interpreter built as the zygote is (same script, same preloaded modules, inside
+  the same kind of read-only root), its CPU measured precisely (the child's whole CPU from
+  ``wait4``, its exit and namespace teardown included, less that of a child that does nothing),
+  and the cgroup steps timed where they happen; beside each, its share of the fast path's CPU
+  per run measured in the same run. What no step covers (this process's supervision, the
+  messages, the zygote's bookkeeping, Python's copy-on-write faults) is the rest.
+
+    python benchmarks/sandbox.py [--quick] [--rounds N] [--tables main,sweep,steps] [--sweep 1,2,4,8]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import queue
+import random
 import statistics
 import struct
 import subprocess
@@ -42,6 +57,8 @@ from typing import Any
 from _cpumeter import CpuMeter, cgroup_cpu
 
 from llmgym.sandbox import BackendUnavailable, Limits, get_sandbox
+from llmgym.sandbox import local as local_backend
+from llmgym.sandbox._cgroup import CgroupManager
 from llmgym.sandbox.base import default_concurrency
 
 TRIVIAL = "print(1)"
@@ -197,16 +214,383 @@ def measure(m: Method, seq: int, par: int, workers: int, meter: CpuMeter) -> Non
         m.cpu_runs += seq + par
 
 
+# ----------------------------------------------------------------------------------------------
+# The fast path beside the floor, by runs in flight
+# ----------------------------------------------------------------------------------------------
+
+
+def sweep(levels: list[int], rounds: int, k: float, meter: CpuMeter) -> list[str]:
+    """Rows of the table of the fast path beside the floor at each number of runs in flight."""
+    forks = ForkServers(max(levels))
+    local = get_sandbox("local")
+    try:
+
+        def floor() -> object:
+            out = forks.run(TRIVIAL)
+            assert out, "the forked child printed nothing"
+            return out
+
+        def fast() -> object:
+            res = local.run(code=TRIVIAL, limits=LIMITS)
+            assert res.ok, res
+            return res
+
+        got: dict[tuple[str, int], Method] = {}
+        for r in range(rounds):
+            for n in levels:
+                pair = [("floor", floor), ("fast path", fast)]
+                for name, fn in pair if r % 2 == 0 else pair[::-1]:
+                    m = got.setdefault((name, n), Method(name, fn, lambda: 0.0))
+                    seq = max(2, int(300 * k)) if n == 1 else 0
+                    measure(m, seq, max(n, int(400 * k)), n, meter)
+    finally:
+        forks.close()
+        local.close()
+    rows = [
+        "| runs in flight | floor runs/s | fast path runs/s | x floor | floor CPU ms/run "
+        "| fast path CPU ms/run | x floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in levels:
+        f, p = got[("floor", n)], got[("fast path", n)]
+        fr, pr = f.par_runs / f.par_time, p.par_runs / p.par_time
+        if f.cpu_known and p.cpu_known:
+            fc, pc = f.cpu / f.cpu_runs * 1e3, p.cpu / p.cpu_runs * 1e3
+            cpu = f"| {fc:.2f} | {pc:.2f} | {pc / fc:.2f}x |"
+        else:
+            cpu = "| - | - | - |"
+        rows.append(f"| {n} | {fr:.1f} | {pr:.1f} | {pr / fr:.2f}x {cpu}")
+    for name in ("floor", "fast path"):
+        lat = sorted(got[(name, 1)].latencies) if 1 in levels else []
+        if lat:
+            p50 = statistics.median(lat) * 1e3
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+            rows.append(
+                f"\n{name}, one run at a time ({len(lat)} runs): p50 {p50:.2f} ms, "
+                f"p99 {p99:.2f} ms, p99/p50 {p99 / p50:.1f}x"
+            )
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# What each step of a run's isolation costs
+# ----------------------------------------------------------------------------------------------
+
+# Runs as root in a root built as the zygote builds its own (``enter_sandbox``), with the
+# zygote's script and preloaded modules, so that a fork of it is a fork of a zygote. For each
+# request "STEP N" it does STEP N times, each in a fresh fork (but "pidns+init", done here as
+# the zygote's init spawner does it), and answers the mean CPU in nanoseconds of: the fork in
+# this process, the whole child (wait4: its fork return, the step, its exit and teardown), the
+# step itself (the child's thread clock around it).
+STEPPER = r"""
+import gc, json, mmap, os, signal, struct, sys, time
+cfg = json.loads(sys.argv[1])
+sys.path.insert(0, cfg.pop("zygote_dir"))
+import _zygote as Z
+sys.path.pop(0)
+Z.enter_sandbox(cfg)
+Z._preload(cfg["preload"])
+Z._drop_bounding_set()
+gc.collect()
+gc.freeze()
+own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+shared = mmap.mmap(-1, 8)
+clock = time.thread_time_ns
+INIT = next(p for p in (Z.INIT_PATH, *Z._SLEEP) if os.access(p, os.X_OK))
+TMP_OPTS = "size=64m,mode=1777,nr_inodes=16k"
+
+def tmpfs():
+    for point in ("/tmp", "/dev/shm"):
+        Z.mount("tmpfs", point, "tmpfs", Z.MS_NOSUID | Z.MS_NODEV, TMP_OPTS)
+    Z._resize_tmp(256)
+
+def seccomp():
+    Z.prctl(Z.PR_SET_NO_NEW_PRIVS, 1)
+    Z._SECCOMP.install()
+
+new_mnt = lambda: Z.unshare(Z.CLONE_NEWNS)
+STEPS = {  # name: (untimed setup in the child, the timed step)
+    "nothing": (None, lambda: None),
+    "mnt": (None, new_mnt),
+    "ipc": (None, lambda: Z.unshare(Z.CLONE_NEWIPC)),
+    "net": (None, lambda: Z.unshare(Z.CLONE_NEWNET)),
+    "mnt+tmpfs": (new_mnt, tmpfs),
+    "mnt+proc": (new_mnt, lambda: Z.mount("proc", "/proc", "proc", Z.MS_NOSUID | Z.MS_NODEV | Z.MS_NOEXEC)),
+    "privileges": (None, lambda: Z._drop_privileges(cfg)),
+    "seccomp": (None, seccomp),
+}
+
+def forked(name):
+    setup, step = STEPS[name]
+    t0 = clock()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if setup is not None:
+                setup()
+            a = clock()
+            step()
+            shared[:8] = struct.pack("q", clock() - a)
+        finally:
+            os._exit(0)
+    t1 = clock()
+    _, _, ru = os.wait4(pid, 0)
+    return t1 - t0, round((ru.ru_utime + ru.ru_stime) * 1e9), struct.unpack("q", shared[:8])[0]
+
+def pidns_init():
+    t0 = clock()
+    Z.unshare(Z.CLONE_NEWPID)
+    try:
+        pid = os.posix_spawn(INIT, [INIT, Z._FOREVER], {}, setsid=True, file_actions=Z._NULL_STDIO)
+    finally:
+        Z.setns(own_pidns, Z.CLONE_NEWPID)
+    fd = os.pidfd_open(pid)
+    t1 = clock()
+    signal.pidfd_send_signal(fd, signal.SIGKILL)
+    _, _, ru = os.wait4(pid, 0)
+    os.close(fd)
+    return t1 - t0, round((ru.ru_utime + ru.ru_stime) * 1e9), 0
+
+for line in sys.stdin:
+    name, n = line.split()
+    total = [0, 0, 0]
+    for _ in range(int(n)):
+        got = pidns_init() if name == "pidns+init" else forked(name)
+        total = [a + b for a, b in zip(total, got)]
+    print(json.dumps([t / int(n) for t in total]), flush=True)
+"""
+
+STEP_ROWS = [
+    # (label, how it is computed from the measured parts)
+    ("fork of the zygote and the child's exit (what the floor pays too)", "fork"),
+    ("mount namespace (a copy of the zygote's mounts, torn down at the end)", "mnt"),
+    ("IPC namespace", "ipc"),
+    ("network namespace (its teardown by a kernel thread not counted)", "net"),
+    ("private /tmp and /dev/shm (two tmpfs, sized for the run)", "tmpfs"),
+    ("/proc of the run's pid namespace", "proc"),
+    ("pid namespace and its init (spawned, killed)", "pidns+init"),
+    ("privileges dropped (groups, gid, uid 65534, no_new_privs)", "privileges"),
+    ("seccomp filter installed", "seccomp"),
+    ("run cgroups made: memory, pids, cpuacct (v1), limits written", "cg_make"),
+    ("the program joins them", "cg_join"),
+    ("counters read (CPU, peak memory)", "cg_read"),
+    ("run cgroups removed", "cg_remove"),
+]
+
+
+def step_costs(n: int, rounds: int) -> dict[str, float]:
+    """Microseconds of CPU per run of each step (keys of ``STEP_ROWS``)."""
+    probe = local_backend.LocalSandbox(zygotes=1)
+    cfg = dict(probe._config, network=False)
+    probe.close()
+    cfg["zygote_dir"] = os.path.dirname(local_backend.ZYGOTE_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, "-E", "-s", "-B", "-c", STEPPER, json.dumps(cfg)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    names = ["nothing", "mnt", "ipc", "net", "mnt+tmpfs", "mnt+proc", "privileges", "seccomp"]
+    names.append("pidns+init")
+    got: dict[str, list[list[float]]] = {name: [] for name in names}
+    cg: dict[str, list[float]] = {"cg_make": [], "cg_join": [], "cg_read": [], "cg_remove": []}
+    manager = CgroupManager()
+    try:
+        for r in range(rounds):
+            order = names[:]
+            random.Random(r).shuffle(order)
+            for name in order:
+                proc.stdin.write(f"{name} {n}\n")
+                proc.stdin.flush()
+                got[name].append(json.loads(proc.stdout.readline()))
+            if manager.available:
+                for key, value in _cgroup_steps(manager, n).items():
+                    cg[key].append(value)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+        manager.close()
+
+    def extra(name: str, base: str) -> float:
+        """What a child doing ``name`` costs more than one doing ``base`` (its whole CPU, fork
+        return and exit included): the median over rounds of the difference in each round,
+        so that a change of load between rounds cancels out."""
+        pairs = zip(got[name], got[base], strict=True)
+        return statistics.median(a[1] - b[1] for a, b in pairs) / 1e3
+
+    out = {
+        "fork": statistics.median(g[0] + g[1] for g in got["nothing"]) / 1e3,
+        "mnt": extra("mnt", "nothing"),
+        "ipc": extra("ipc", "nothing"),
+        "net": extra("net", "nothing"),
+        "tmpfs": extra("mnt+tmpfs", "mnt"),
+        "proc": extra("mnt+proc", "mnt"),
+        "pidns+init": statistics.median(g[0] + g[1] for g in got["pidns+init"]) / 1e3,
+        "privileges": extra("privileges", "nothing"),
+        "seccomp": extra("seccomp", "nothing"),
+    }
+    for key, values in cg.items():
+        if values:
+            out[key] = statistics.median(values)
+    return out
+
+
+def _cgroup_steps(manager: CgroupManager, n: int) -> dict[str, float]:
+    """Microseconds per run of each cgroup step, on this thread's clock (the join: a child's)."""
+    clock = time.thread_time_ns
+    total = dict.fromkeys(("cg_make", "cg_join", "cg_read", "cg_remove"), 0)
+    import mmap
+
+    shared = mmap.mmap(-1, 8)
+    for _ in range(n):
+        a = clock()
+        run = manager._make(LIMITS.memory_mb, LIMITS.max_processes + 1)
+        fds = run.open_procs()
+        b = clock()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                x = clock()
+                for fd in fds:
+                    os.write(fd, b"0")
+                shared[:8] = struct.pack("q", clock() - x)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        for fd in fds:
+            os.close(fd)
+        c = clock()
+        run.cpu_time_s()
+        run.peak_memory_bytes()
+        d = clock()
+        run.remove()
+        e = clock()
+        total["cg_make"] += b - a
+        total["cg_join"] += struct.unpack("q", shared[:8])[0]
+        total["cg_read"] += d - c
+        total["cg_remove"] += e - d
+    return {key: value / n / 1e3 for key, value in total.items()}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def _stat(pid: int) -> tuple[float, float, int, int]:
+    """(CPU seconds, CPU seconds of its reaped children, minor faults, children's minor faults)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / tick
+    reaped = (int(fields[13]) + int(fields[14])) / tick
+    return own, reaped, int(fields[7]), int(fields[8])
+
+
+def by_process(n: int, meter: CpuMeter) -> list[str]:
+    """Where the fast path's CPU goes, by process, over ``n`` runs one at a time (one zygote)."""
+    sb = local_backend.LocalSandbox(zygotes=1)
+    try:
+        for _ in range(20):
+            sb.run(code=TRIVIAL, limits=LIMITS)
+        (launcher,) = [z.proc.pid for z in sb._zygotes[False]]
+        (zygote,) = _children(launcher)
+        spawners = [p for p in _children(zygote) if _comm(p) == "llmgym-spawner"]
+        c0, p0, z0 = meter.seconds(), os.times(), _stat(zygote)
+        s0 = _stat(spawners[0]) if spawners else None
+        for _ in range(n):
+            sb.run(code=TRIVIAL, limits=LIMITS)
+        c1, p1, z1 = meter.seconds(), os.times(), _stat(zygote)
+        s1 = _stat(spawners[0]) if spawners else None
+    finally:
+        sb.close()
+    if c0 is None or c1 is None:
+        return ["(by process: skipped, no CPU meter)"]
+    total = (c1 - c0) / n * 1e6
+    caller = ((p1.user - p0.user) + (p1.system - p0.system)) / n * 1e6
+    parts: list[tuple[str, float, float | None]] = [
+        ("this process (the caller, supervision, the cgroup helper thread)", caller, None),
+        ("the zygote (requests, forks, reaping, reports)", (z1[0] - z0[0]) / n * 1e6,
+         (z1[2] - z0[2]) / n),
+        ("the runs' program processes (setup, the code, exit)", (z1[1] - z0[1]) / n * 1e6,
+         (z1[3] - z0[3]) / n),
+    ]  # fmt: skip
+    if s0 is not None and s1 is not None:
+        label = "the init spawner (inits, closing finished runs' namespaces)"
+        parts.append((label, (s1[0] - s0[0]) / n * 1e6, (s1[2] - s0[2]) / n))
+    parts.append(("the runs' inits, and what no process above is charged for", 0.0, None))
+    parts[-1] = (parts[-1][0], total - sum(us for _, us, _ in parts), None)
+    rows = [
+        "| process | CPU µs per run | share | minor page faults per run |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, us, faults in parts:
+        f = f"{faults:.0f}" if faults is not None else "-"
+        rows.append(f"| {label} | {us:.0f} | {us / total * 100:.0f}% | {f} |")
+    rows.append(f"| **all, per run** | {total:.0f} | 100% | |")
+    return rows
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def steps_table(costs: dict[str, float], per_run_ms: float | None) -> list[str]:
+    rows = ["| step | CPU µs per run | share of the fast path's CPU per run |", "|---|---:|---:|"]
+    listed = 0.0
+    for label, key in STEP_ROWS:
+        if key not in costs:
+            continue
+        us = costs[key]
+        listed += us
+        share = f"{us / (per_run_ms * 1e3) * 100:.0f}%" if per_run_ms else "-"
+        rows.append(f"| {label} | {us:.0f} | {share} |")
+    if per_run_ms:
+        rest = per_run_ms * 1e3 - listed
+        rows.append(
+            f"| the rest: this process's supervision, messages, the zygote's bookkeeping, "
+            f"copy-on-write faults of Python's setup code | {rest:.0f} | "
+            f"{rest / (per_run_ms * 1e3) * 100:.0f}% |"
+        )
+        rows.append(
+            f"| **the fast path's CPU per run, measured in this run** | {per_run_ms * 1e3:.0f} | 100% |"
+        )
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
     ap.add_argument("--rounds", type=int, default=3, help="turns each method takes")
+    ap.add_argument(
+        "--tables",
+        default="main,sweep,steps",
+        help="which tables: main (every method, 2 workloads), sweep (the fast path beside the "
+        "floor by runs in flight), steps (what each isolation step costs)",
+    )
+    ap.add_argument("--sweep", default="1,2,4,8", help="runs in flight for the sweep table")
     args = ap.parse_args()
+    tables_wanted = set(args.tables.split(","))
     k = (0.3 if args.quick else 1.0) / args.rounds
     workers = default_concurrency()
     py = sys.executable
     meter = CpuMeter()
     load_before = os.getloadavg()
+    if "main" not in tables_wanted:
+        return extra_tables(args, tables_wanted, k, meter, load_before)
     forks = ForkServers(workers)
     local = get_sandbox("local")
     fresh = get_sandbox("local", fast_path=False)
@@ -266,13 +650,15 @@ def main() -> int:
                 for m, seq, par in plan:
                     measure(m, max(2, int(seq * k)), max(workers, int(par * k)), workers, meter)
             tables[work] = [m for m, _, _ in plan]
+    except BaseException:
+        meter.close()
+        raise
     finally:
         forks.close()
         local.close()
         fresh.close()
         if docker is not None:
             docker.close()
-        meter.close()
     load_after = os.getloadavg()
 
     print(
@@ -291,9 +677,9 @@ def main() -> int:
     ]
     print(
         "| workload | method | p50 ms | p99 ms | runs/s | x subprocess | x docker run "
-        "| CPU ms/run | CPU x subprocess |"
+        "| x floor | CPU ms/run | CPU x subprocess | CPU x floor |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for work, methods in tables.items():
         by_name = {m.name: m for m in methods}
         rate = {m.name: m.par_runs / m.par_time for m in methods}
@@ -304,7 +690,7 @@ def main() -> int:
         for name in order:
             row = by_name.get(name)
             if row is None:
-                print(f"| {work} | {name} | - | - | - | - | - | - | {docker_note} |")
+                print(f"| {work} | {name} | - | - | - | - | - | - | - | - | {docker_note} |")
                 continue
             lat = sorted(row.latencies)
             p50 = statistics.median(lat) * 1e3
@@ -315,10 +701,63 @@ def main() -> int:
             c_sub = cpu[SUBPROCESS]
             cpu_txt = f"{c:.1f}" if c is not None else "-"
             cx = f"{c_sub / c:.1f}x" if c is not None and c_sub is not None else "-"
+            c_floor = cpu[FORK_FLOOR]
+            xf = f"{rate[name] / rate[FORK_FLOOR]:.2f}x"
+            cf = f"{c / c_floor:.2f}x" if c is not None and c_floor else "-"
             print(
                 f"| {work} | {name} | {p50:.1f} | {p99:.1f} | {rate[name]:.1f} | {xs:.1f}x "
-                f"| {xd} | {cpu_txt} | {cx} |"
+                f"| {xd} | {xf} | {cpu_txt} | {cx} | {cf} |"
             )
+    return extra_tables(args, tables_wanted, k, meter, load_after)
+
+
+def extra_tables(
+    args: argparse.Namespace, wanted: set[str], k: float, meter: CpuMeter, load: tuple[float, ...]
+) -> int:
+    """The sweep and steps tables (see the module docstring)."""
+    per_run_ms = None
+    try:
+        if "sweep" in wanted:
+            levels = [int(x) for x in args.sweep.split(",")]
+            rows = sweep(levels, args.rounds, k, meter)
+            print(
+                "\nThe local fast path beside the floor (a bare fork of a warm interpreter), "
+                f"trivial program, by runs in flight; {args.rounds} rounds, taking turns; load "
+                f"average {load[0]:.1f} before, {os.getloadavg()[0]:.1f} after.\n"
+            )
+            print("\n".join(rows))
+            cpu_rows = [r for r in rows if r.startswith("| 1 |")]
+            if cpu_rows and cpu_rows[0].count("|") > 6:
+                cell = cpu_rows[0].split("|")[6].strip()
+                per_run_ms = float(cell) if cell not in ("", "-") else None
+        if "steps" in wanted:
+            if os.geteuid() != 0:
+                print("\n(steps: skipped, they need root)")
+                return 0
+            if per_run_ms is None:
+                fast = Method("fast path", lambda: None, lambda: 0.0)
+                with get_sandbox("local") as sb:
+                    fast.fn = lambda: sb.run(code=TRIVIAL, limits=LIMITS)
+                    measure(fast, max(2, int(300 * k)), max(2, int(300 * k)), 1, meter)
+                if fast.cpu_known and fast.cpu_runs:
+                    per_run_ms = fast.cpu / fast.cpu_runs * 1e3
+            n, step_rounds = max(10, int(120 * k)), max(5, args.rounds * 3)
+            costs = step_costs(n, step_rounds)
+            print(
+                f"\nWhat each step of a run's isolation costs, each done alone ({n} times a "
+                f"round, {step_rounds} rounds, medians of each round's difference), beside the "
+                "fast path's CPU per run one run at a time in this run:\n"
+            )
+            print("\n".join(steps_table(costs, per_run_ms)))
+            n = max(50, int(600 * k))
+            print(
+                f"\nWhere the fast path's CPU goes, by process ({n} runs one at a time, one "
+                "zygote; utime and stime from /proc, page faults are copy-on-write faults for "
+                "the most part):\n"
+            )
+            print("\n".join(by_process(n, meter)))
+    finally:
+        meter.close()
     return 0
 
 

@@ -418,6 +418,8 @@ class CgroupManager:
         self._doomed: list[CgroupRun] = []
         self._helper: threading.Thread | None = None
         self._making = False  # the helper is between taking work and putting results back
+        self._lingering = False  # the helper waits on a timer for the rest of a batch
+        self._flush = False  # settled() wants the spent ones removed now
         self._anchors: dict[str, int] = {}  # base -> the locked fd of this manager's anchor
         self._token = ""
         self._names = itertools.count()
@@ -565,10 +567,19 @@ class CgroupManager:
     # Making a run's cgroups (a directory per controller, limits written) and removing them
     # after it take a few tenths of a millisecond of a run's critical path. A helper thread
     # makes the next ones ahead, for the limits used lately, and removes spent ones behind:
-    # every run still gets cgroups made for it alone, never used before.
+    # every run still gets cgroups made for it alone, never used before. It works in batches:
+    # woken when a pair of limits runs low (it then makes up to READY) or when BATCH spent
+    # ones wait (or LINGER_S after the first), so that one wake-up of the thread (a futex and
+    # a switch of threads each) serves several runs.
 
-    READY = 2
+    READY = 4
     """Cgroups kept made ahead for each of the last ``KEYS`` limit pairs asked for."""
+    REFILL = 2
+    """Fewer than this many made ahead for a pair wakes the helper, which makes up to READY."""
+    BATCH = 4
+    """This many spent cgroups wake the helper to remove them."""
+    LINGER_S = 0.05
+    """How long a spent cgroup waits at most for the others of its batch."""
     KEYS = 4
 
     def create(self, memory_mb: int, max_processes: int) -> CgroupRun:
@@ -585,17 +596,19 @@ class CgroupManager:
                 stale = next(iter(self._ready))
                 self._doomed.extend(self._ready.pop(stale))
             self._start_helper()
-            self._wake.notify()
+            if len(ready) < self.REFILL:
+                self._wake.notify()
         return run if run is not None else self._make(memory_mb, max_processes)
 
     def retire(self, run: CgroupRun) -> None:
-        """Remove ``run``'s cgroups once its processes are gone (by the helper thread)."""
+        """Remove ``run``'s cgroups once its processes are gone (by the helper thread, soon)."""
         if os.getpid() != self._owner:
             return  # made by the process this one was forked from: not this one's to remove
         with self._lock:
             if not self._closed and self._helper is not None:
                 self._doomed.append(run)
-                self._wake.notify()
+                if len(self._doomed) >= self.BATCH or not self._lingering:
+                    self._wake.notify()  # a batch is full, or the helper waits with no timer
                 return
         run.remove()
 
@@ -606,7 +619,10 @@ class CgroupManager:
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                busy = bool(self._doomed) or self._making or self._wanted() is not None
+                busy = bool(self._doomed) or self._making or self._low() is not None
+                if busy and self._helper is not None:
+                    self._flush = True  # now, not at the end of a batch
+                    self._wake.notify()
                 ready = [d for rs in self._ready.values() for r in rs for d in r.dirs.values()]
             if not busy or time.monotonic() > deadline:
                 return ready
@@ -623,20 +639,34 @@ class CgroupManager:
             self._helper = threading.Thread(target=self._help, name="llmgym-cgroups", daemon=True)
             self._helper.start()
 
+    def _due(self) -> bool:
+        """Whether the helper has work now (called with the lock held)."""
+        return self._flush or len(self._doomed) >= self.BATCH or self._low() is not None
+
     def _help(self) -> None:
         while True:
             with self._lock:
-                while not self._closed and not self._doomed and not self._wanted():
-                    self._wake.wait()
+                while not self._closed and not self._due():
+                    if self._doomed:  # the rest of a batch gets LINGER_S to come
+                        self._lingering = True
+                        if not self._wake.wait(self.LINGER_S):
+                            break
+                    else:
+                        self._lingering = False
+                        self._wake.wait()
+                self._lingering = self._flush = False
                 if self._closed:
                     return
                 doomed, self._doomed = self._doomed, []
-                key = self._wanted()
                 self._making = True
             try:
                 for run in doomed:
                     run.remove()
-                if key is not None:
+                while True:  # make up every pair that is short
+                    with self._lock:
+                        key = None if self._closed else self._wanted()
+                    if key is None:
+                        break
                     self._make_ahead(key)
             finally:
                 with self._lock:
@@ -658,6 +688,12 @@ class CgroupManager:
     def _wanted(self) -> tuple[int, int] | None:
         for key, ready in self._ready.items():
             if len(ready) < self.READY:
+                return key
+        return None
+
+    def _low(self) -> tuple[int, int] | None:
+        for key, ready in self._ready.items():
+            if len(ready) < self.REFILL:
                 return key
         return None
 

@@ -203,6 +203,26 @@ def _ins(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
+def _deny_tree(nrs: list[int], leaf_deny: bytes, leaf_allow: bytes) -> list[bytes]:
+    """Instructions that return ``leaf_deny`` when the accumulator (the syscall number) is one
+    of the sorted ``nrs`` and ``leaf_allow`` otherwise: a binary search, so that a syscall is
+    decided in a handful of comparisons, not one per denied syscall. The kernel runs the filter
+    once per syscall number when it is installed (to cache the syscalls always allowed) and on
+    every syscall it cannot cache, so its length is paid per run."""
+    if len(nrs) <= 3:
+        out: list[bytes] = []
+        for i, nr in enumerate(nrs):
+            # On a match, jump to the deny leaf after the remaining comparisons and the allow.
+            out.append(_ins(_JMP_JEQ_K, len(nrs) - i, 0, nr))
+        return out + [leaf_allow, leaf_deny]
+    mid = len(nrs) // 2
+    low = _deny_tree(nrs[:mid], leaf_deny, leaf_allow)
+    high = _deny_tree(nrs[mid:], leaf_deny, leaf_allow)
+    if len(low) > 255:  # pragma: no cover - a jump offset is 8 bits; the tables are far smaller
+        raise ValueError("seccomp deny list too long for one jump")
+    return [_ins(_JMP_JGE_K, len(low), 0, nrs[mid]), *low, *high]
+
+
 def build_filter() -> list[bytes]:
     """The BPF program as a list of 8-byte ``sock_filter`` instructions."""
     assert _TABLE is not None, supported_reason()
@@ -218,8 +238,6 @@ def build_filter() -> list[bytes]:
             _ins(_JMP_JGE_K, 0, 1, _TABLE["x32_bit"]),
             _ins(_RET_K, 0, 0, _SECCOMP_RET_KILL_PROCESS),
         ]
-    for nr in sorted(set(_TABLE["deny"].values())):
-        prog += [_ins(_JMP_JEQ_K, 0, 1, nr), _ins(_RET_K, 0, 0, eperm)]
     prog += [
         _ins(_JMP_JEQ_K, 0, 1, _TABLE["clone3"]),
         _ins(_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.ENOSYS),
@@ -247,7 +265,8 @@ def build_filter() -> list[bytes]:
         prog += body
         # reload nr for the next comparison (body clobbered the accumulator)
         prog.append(_ins(_LD_W_ABS, 0, 0, _OFF_NR))
-    prog.append(_ins(_RET_K, 0, 0, _SECCOMP_RET_ALLOW))
+    deny = sorted(set(_TABLE["deny"].values()))
+    prog += _deny_tree(deny, _ins(_RET_K, 0, 0, eperm), _ins(_RET_K, 0, 0, _SECCOMP_RET_ALLOW))
     return prog
 
 

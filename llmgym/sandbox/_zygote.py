@@ -17,8 +17,11 @@ Processes of one run::
     parent (llmgym)  --socket-->  zygote Z (pid 1 of its own pid/mount/net/ipc/uts namespaces,
                                   a read-only root built from bind mounts, pre-imported stdlib)
       init spawner S (forked from Z once, SIGCHLD ignored), in a new pid namespace, spawns
-      -> run init I: ``sleep`` (pid 1 of the run; with SIGCHLD ignored the kernel reaps the
-         orphans it inherits; its death ends the run)
+      -> run init I: :func:`init_executable` (129 bytes that pause until killed; ``sleep``
+         where it has no code for the machine), pid 1 of the run; with SIGCHLD ignored the
+         kernel reaps the orphans it inherits; its death ends the run. S makes the next I
+         while Z goes on, and closes a finished run's namespaces for Z (their teardown waits
+         there, not in Z's loop)
       Z forks, into I's pid namespace
       -> program P (pid 2, Z's child: makes the run's mount/IPC/net namespaces, a private /tmp
          and /dev/shm, a fresh /proc; on its request writes the files, compiles, joins the
@@ -27,6 +30,9 @@ Processes of one run::
          interpreter)
 
 Both are made ahead of the request (the "spare"), so a run's latency is what depends on it.
+Never twice: a spare serves one request, and the next is made for the next. The local backend
+starts several zygotes (``LocalSandbox(zygotes=)``), so that concurrent runs are forked in
+parallel.
 When P ends, Z reaps it (wait status and rusage for the parent) and kills I: the kernel then
 kills every process left in the run's pid namespace, daemons and double forks included. Only
 P is a copy of Z: every page a forked Python process writes is a copy-on-write fault, and the
@@ -311,6 +317,7 @@ def build_root(cfg: dict[str, Any]) -> None:
         stash = HOST_STASH if _under_run_tmpfs(path) else ""
         _bind("/oldroot" + path, "/newroot" + stash + path)
     _write_etc("/newroot", cfg)
+    _write_init("/newroot")
     # /dev: a few safe device nodes, each a read-only bind of the host's node.
     _minimal_dev("/newroot/dev", "/oldroot/dev")
     for d in ("proc", "tmp"):
@@ -359,9 +366,12 @@ def enter_sandbox(cfg: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------------------------
 
 PYBOOT = r'''
+import atexit, builtins, gc, io, os, sys, types, traceback  # here, not in the function: a
+# run's fork then skips eight imports' lookups (each touching, so copying, pages of the zygote)
+
+
 def _llmgym_pyrun(path, status_fd):
     """Run ``path`` as ``python path`` would, reporting a SyntaxError on ``status_fd``."""
-    import atexit, builtins, io, os, sys, types, traceback
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(
         io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="strict")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(
@@ -419,8 +429,6 @@ def _llmgym_pyrun(path, status_fd):
     # Finalize like interpreter shutdown: dropping the program's globals flushes and closes
     # the files it left open (fd 3, the result channel, most of all).
     try:
-        import gc
-
         # The program's modules are the newest entries: walk from the end (touching every
         # module would copy their pages, each a page fault in this forked process).
         new = []
@@ -571,6 +579,12 @@ def _recv(sock: socket.socket) -> tuple[bytes, list[int], bool]:
             n = len(payload) // 4
             fds.extend(struct.unpack(f"{n}i", payload[: n * 4]))
     return data, fds, bool(flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC))
+
+
+def _unix(fd: int) -> socket.socket:
+    """A socket object for ``fd``, one of the parent's SOCK_SEQPACKET Unix sockets (told, not
+    asked: ``socket(fileno=fd)`` alone asks the kernel three questions)."""
+    return socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
 
 
 def _close_all(fds: Sequence[int]) -> None:
@@ -821,9 +835,57 @@ _SLEEP = ("/usr/bin/sleep", "/bin/sleep")
 _NULL_STDIO = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_RDWR, 0) for fd in (0, 1, 2)]
 _FOREVER = "2147483647"  # seconds: 68 years, a number every sleep(1) accepts
 
+INIT_PATH = "/.llmgym/llmgym-init"
+"""Where :func:`build_root` puts the run's init, :func:`init_executable`, in the zygote's root."""
+
+_PAUSE_LOOP = {
+    # machine: (ELF e_machine, code). The whole program: pause(); jump back to it. Nothing but a
+    # signal that kills it ends it (SIGCHLD, the only one its children send, is ignored).
+    "x86_64": (62, bytes.fromhex("b8220000000f05ebf7")),  # mov eax, 34; syscall; jmp -9
+}
+
+
+def init_executable(machine: str) -> bytes | None:
+    """A static executable of 129 bytes that sleeps until killed: each run's init.
+
+    ``sleep`` does the same job, but it is linked dynamically: every run's init would map and
+    relocate libc before sleeping, about 0.4 ms of CPU per run. This one is an ELF header, one
+    loadable segment and the three instructions of :data:`_PAUSE_LOOP`; it touches no memory
+    and makes no syscall but ``pause``. ``None`` on machines it is not written for (``sleep``
+    is used there).
+    """
+    if machine not in _PAUSE_LOOP:
+        return None
+    e_machine, code = _PAUSE_LOOP[machine]
+    base, ehsize, phsize = 0x400000, 64, 56
+    size = ehsize + phsize + len(code)
+    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)  # 64-bit, little-endian, ELF v1, SysV
+    entry = base + ehsize + phsize  # the code follows the one program header
+    # e_type ET_EXEC, e_machine, e_version, e_entry, e_phoff, e_shoff, e_flags, e_ehsize,
+    # e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+    fields = (2, e_machine, 1, entry, ehsize, 0, 0, ehsize, phsize, 1, 0, 0, 0)
+    header = ident + struct.pack("<HHIQQQIHHHHHH", *fields)
+    # p_type PT_LOAD, p_flags R+X, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align
+    segment = struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000)
+    return header + segment + code
+
+
+def _write_init(root: str) -> None:
+    """Put :func:`init_executable` at ``root + INIT_PATH`` where this machine has one."""
+    elf = init_executable(os.uname().machine)
+    if elf is None:
+        return
+    os.makedirs(root + os.path.dirname(INIT_PATH), mode=0o755, exist_ok=True)
+    fd = os.open(root + INIT_PATH, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o555)
+    try:
+        os.write(fd, elf)
+    finally:
+        os.close(fd)
+
 
 class InitSpawner:
-    """Makes each run's init without copying the zygote: a helper that spawns ``sleep``.
+    """Makes each run's init without copying the zygote: a helper that spawns ``sleep`` (or
+    :func:`init_executable`, which sleeps as well at a fraction of the cost).
 
     A namespace's pid 1 must reap the orphans reparented to it; a process whose SIGCHLD is
     ignored has the kernel reap its children for it, and that disposition survives ``exec``.
@@ -838,6 +900,7 @@ class InitSpawner:
 
     def __init__(self, sleep: str, close: Sequence[int]) -> None:
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.asked = False  # an init asked for and not taken yet
         self.pid = os.fork()
         if self.pid == 0:
             self.sock.close()
@@ -846,13 +909,38 @@ class InitSpawner:
         child.close()
 
     def spawn(self) -> tuple[int, int, int]:
-        """(pid, pidfd, pid namespace fd) of a new init, pid 1 of a new pid namespace."""
-        self.sock.send(b"i")
+        """(pid, pidfd, pid namespace fd) of a new init, pid 1 of a new pid namespace.
+
+        The next one is asked for at once: the helper spawns it while the zygote goes on, so
+        the zygote's loop seldom waits for it (one init is always made ahead, asleep)."""
+        if not self.asked:
+            self.sock.send(b"i")
+        self.asked = False
         data, fds, _ = _recv(self.sock)
         if not data or data.startswith(b"E") or len(fds) != 2:
             _close_all(fds)
             raise OSError(f"the init spawner failed: {data[1:].decode(errors='replace')}")
+        try:
+            self.sock.send(b"i")
+            self.asked = True
+        except OSError:  # the helper is gone: the next spawn says so
+            pass
         return int(data), fds[0], fds[1]
+
+    def release(self, fds: Sequence[int]) -> bool:
+        """Hand a finished run's namespaces to the helper, which closes them: their teardown
+        (unmounting, freeing the network stack) then waits in the helper, not in the zygote's
+        loop. False if it could not take them (the caller closes them)."""
+        try:
+            self.sock.sendmsg(
+                [b"c"],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))],
+                socket.MSG_DONTWAIT,
+            )
+        except OSError:
+            return False
+        _close_all(fds)
+        return True
 
     def close(self) -> None:
         self.sock.close()
@@ -863,15 +951,20 @@ class InitSpawner:
         _signal.set_wakeup_fd(-1)
         _signal.signal(_SIGCHLD, int(signal.SIG_IGN))
         own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-        argv = ["sleep", _FOREVER]
+        argv = [os.path.basename(sleep), _FOREVER]
         while True:
             try:
-                if not sock.recv(16):
-                    os._exit(0)
+                data, fds, _ = _recv(sock)
             except InterruptedError:
                 continue
             except OSError:
                 os._exit(0)
+            if not data:
+                os._exit(0)
+            if data == b"c":  # a finished run's namespaces: dropping them tears them down
+                _close_all(fds)
+                continue
+            _close_all(fds)
             try:
                 unshare(CLONE_NEWPID)
                 try:
@@ -903,7 +996,7 @@ def spare_program(cfg: dict[str, Any], sock: socket.socket) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
     try:
-        if not cfg["userns"]:  # the program is what a memory limit's OOM killer must choose
+        if cfg.get("oom_score_adj"):  # see Zygote.__init__
             write_file("/proc/self/oom_score_adj", "0")
         _setup_run_namespaces(cfg)
         # The zygote keeps the run's namespaces alive past this process: tearing them down (the
@@ -934,10 +1027,10 @@ def program(cfg: dict[str, Any], data: bytes, fds: list[int]) -> None:
         fdmap = _split_fds(req["fds"], fds)
     except (ValueError, KeyError, TypeError):
         if fds:  # the control socket comes first
-            _send(socket.socket(fileno=fds[0]), {"type": "error", "detail": "malformed request"})
+            _send(_unix(fds[0]), {"type": "error", "detail": "malformed request"})
         os._exit(70)
     try:
-        ctrl = socket.socket(fileno=fdmap["control"])
+        ctrl = _unix(fdmap["control"])
         _resize_tmp(req["tmp_mb"])
         _write_files(_read_payload(fdmap["payload"]))
         os.close(fdmap["payload"])
@@ -1045,6 +1138,15 @@ class Zygote:
     def __init__(self, cfg: dict[str, Any], sock: socket.socket) -> None:
         self.cfg = cfg
         self.sock = sock
+        # The programs inherit the zygote's OOM score adjustment (the parent's). Only a negative
+        # one is raised to 0 (raising needs no privilege): the OOM killer of a run's memory limit
+        # must be able to choose the program. A positive one stays (lowering it would need
+        # CAP_SYS_RESOURCE, which a container's root often lacks), and costs nothing per run.
+        try:
+            with open("/proc/self/oom_score_adj") as f:
+                cfg["oom_score_adj"] = not cfg["userns"] and int(f.read()) < 0
+        except (OSError, ValueError):
+            cfg["oom_score_adj"] = False
         self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.runs: dict[int, _Run] = {}  # by program pid
         self.inits: dict[int, _Run] = {}  # by init pid, until the init is reaped
@@ -1115,7 +1217,7 @@ class Zygote:
         self.runs[spare.prog] = run
         if spare.init is not None:
             self.inits[spare.init] = run
-        _send_raw(socket.socket(fileno=os.dup(ctrl)), _STARTED, [spare.init_fd])
+        _send_raw(_unix(os.dup(ctrl)), _STARTED, [spare.init_fd])
         try:
             ready, run.held, _ = _recv(spare.sock)  # sent when its namespaces were made
             if ready != b"ready":
@@ -1125,7 +1227,7 @@ class Zygote:
                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))],
             )
         except OSError as exc:  # the spare program is gone: end this run, say why
-            _send(socket.socket(fileno=os.dup(ctrl)), {"type": "error", "detail": str(exc)})
+            _send(_unix(os.dup(ctrl)), {"type": "error", "detail": str(exc)})
             signal.pidfd_send_signal(spare.init_fd, signal.SIGKILL)
         finally:
             spare.sock.close()
@@ -1181,9 +1283,10 @@ class Zygote:
             "maxrss_kb": ru.ru_maxrss,
             "t": time.monotonic(),
         }
-        _send(socket.socket(fileno=run.ctrl), report)  # closed with the socket object
+        _send(_unix(run.ctrl), report)  # closed with the socket object
         run.ctrl = -1
-        _close_all(run.held)
+        if run.held and not (self.spawner is not None and self.spawner.release(run.held)):
+            _close_all(run.held)
         run.held = []
         self._release(run)
 
@@ -1215,7 +1318,7 @@ class Zygote:
                 pass
 
     def serve(self) -> None:
-        sleep = next((p for p in _SLEEP if os.access(p, os.X_OK)), None)
+        sleep = next((p for p in (INIT_PATH, *_SLEEP) if os.access(p, os.X_OK)), None)
         # Only as root: the init then belongs to root, out of reach of the programs (uid
         # 65534). In a user namespace it would share their uid and stay dumpable.
         root = not self.cfg["userns"]
@@ -1254,13 +1357,13 @@ class Zygote:
             if truncated or not data or not fds:
                 if fds:
                     detail = {"type": "error", "detail": "request cut off (too many files?)"}
-                    _send(socket.socket(fileno=os.dup(fds[0])), detail)
+                    _send(_unix(os.dup(fds[0])), detail)
                 _close_all(fds)
                 continue
             try:
                 self.start_in_namespaces(data, fds)
             except OSError as exc:
-                ctrl = socket.socket(fileno=os.dup(fds[0]))
+                ctrl = _unix(os.dup(fds[0]))
                 _send(ctrl, {"type": "error", "detail": f"cannot start the run: {exc}"})
                 ctrl.close()
                 if fds[0] not in (r.ctrl for r in self.runs.values()):

@@ -15,10 +15,11 @@ from typing import Any
 
 from llmgym.sandbox import _seccomp
 from llmgym.sandbox._cgroup import CgroupManager
-from llmgym.sandbox.base import RunRequest, Sandbox
+from llmgym.sandbox._fds import close_fds, memfd
+from llmgym.sandbox.base import RunRequest, Sandbox, default_concurrency
 from llmgym.sandbox.errors import BackendUnavailable, InvalidRunRequest
 from llmgym.sandbox.result import ExecResult
-from llmgym.sandbox.supervisor import RunSettings, _close_fds, _memfd, execute_on
+from llmgym.sandbox.supervisor import RunSettings, execute_on
 
 __all__ = ["DEFAULT_PRELOAD", "LocalSandbox"]
 
@@ -34,6 +35,9 @@ DEFAULT_PRELOAD = (
 
 Every megabyte the zygote holds makes each fork slower (page tables are copied), so the
 default is the small set that most short programs import; add yours with ``preload=``."""
+
+MAX_ZYGOTES = 8
+"""The most zygotes a sandbox starts by default for each network setting (see ``zygotes=``)."""
 
 INIT_SPAWNER = True
 """Each run's init is ``sleep`` spawned by a helper (see ``_zygote.InitSpawner``); ``False``
@@ -67,7 +71,7 @@ class _Zygote:
         cfg = dict(config, fd=child_sock.fileno())
         pass_fds = [child_sock.fileno()]
         if preload_sources:  # on a file descriptor: argv is limited to 128 KiB an argument
-            sources_fd = _memfd("llmgym-preload", json.dumps(dict(preload_sources)).encode())
+            sources_fd = memfd("llmgym-preload", json.dumps(dict(preload_sources)).encode())
             cfg["preload_sources_fd"] = sources_fd
             pass_fds.append(sources_fd)
         try:
@@ -82,14 +86,20 @@ class _Zygote:
             )
         finally:
             child_sock.close()
-            _close_fds(pass_fds[1:])
+            close_fds(pass_fds[1:])
         self.sock = parent_sock
         self._send_lock = threading.Lock()
-        ready, _, _ = _select([parent_sock], timeout)
+        self.in_flight = 0  # runs handed to it and not over yet (the owner's lock guards it)
+        self._timeout = timeout
+
+    def wait_ready(self) -> None:
+        """Wait for the zygote's word that it serves; raise BackendUnavailable, saying why, if
+        it does not come."""
+        ready, _, _ = _select([self.sock], self._timeout)
         msg: dict[str, Any] = {}
         if ready:
             try:
-                data = parent_sock.recv(1 << 16)
+                data = self.sock.recv(1 << 16)
                 msg = json.loads(data) if data else {}
             except (OSError, ValueError):
                 msg = {}
@@ -171,7 +181,7 @@ def _host_binds(python: str, extra: Sequence[str]) -> list[str]:
 
 
 class _Retrying:
-    """Submits to a zygote; when it has died, starts another and tries once more."""
+    """Submits to a zygote; when it has died, starts another in its place and tries once more."""
 
     __slots__ = ("network", "owner", "zygote")
 
@@ -182,7 +192,7 @@ class _Retrying:
         try:
             self.zygote.submit(message, fds)
         except OSError:
-            self.zygote = self.owner._zygote(self.network, replace=self.zygote)
+            self.zygote = self.owner._replace(self.network, self.zygote)
             self.zygote.submit(message, fds)
 
 
@@ -204,6 +214,10 @@ class LocalSandbox(Sandbox):
         cgroups: use cgroups when the host allows it (default); ``False`` forces rlimits.
         seccomp: install the syscall filter (default).
         max_concurrency: runs in flight for ``run_many``/``arun`` (default: usable CPUs).
+        zygotes: zygotes started for each network setting (default: ``max_concurrency``, at
+            most the usable CPUs and ``MAX_ZYGOTES``). Each forks its runs one at a time; a run
+            goes to the one with the fewest runs in flight, so concurrent runs are forked in
+            parallel. Each costs one warm interpreter's memory (about 16 MiB) and its start.
     """
 
     backend = "local"
@@ -220,8 +234,12 @@ class LocalSandbox(Sandbox):
         cgroups: bool = True,
         seccomp: bool = True,
         max_concurrency: int | None = None,
+        zygotes: int | None = None,
     ) -> None:
         super().__init__(max_concurrency=max_concurrency)
+        if zygotes is not None and (not isinstance(zygotes, int) or zygotes < 1):
+            raise InvalidRunRequest(f"zygotes expects an int >= 1, actual: {zygotes!r}")
+        self.zygotes = zygotes or min(self.max_concurrency, default_concurrency(), MAX_ZYGOTES)
         sources = dict(preload_sources or {})
         for name, source in sources.items():
             if not (isinstance(name, str) and all(p.isidentifier() for p in name.split("."))):
@@ -263,40 +281,72 @@ class LocalSandbox(Sandbox):
         self._settings = RunSettings(
             backend=self.backend, python=self.python, fast_path=fast_path, mode="namespaces"
         )
-        self._zygotes: dict[bool, _Zygote] = {}
+        self._zygotes: dict[bool, list[_Zygote]] = {}
         self._zlock = threading.Lock()
-        self._zygote(network=False)  # fail now, with the reason, if this host cannot sandbox
+        self._pool(network=False)  # fail now, with the reason, if this host cannot sandbox
 
-    def _zygote(self, network: bool, *, replace: _Zygote | None = None) -> _Zygote:
-        with self._zlock:
-            z = self._zygotes.get(network)
-            if z is not None and (z is replace or not z.alive()):
-                z.close()
-                z = None
-            if z is None:
-                try:
-                    z = _Zygote(
+    def _start(self, network: bool, n: int) -> list[_Zygote]:
+        """``n`` new zygotes, started side by side; each is ready when this returns."""
+        started: list[_Zygote] = []
+        try:
+            for _ in range(n):
+                started.append(
+                    _Zygote(
                         self.python,
                         dict(self._config, network=network),
                         self._settings.base_env,
                         preload_sources=self._preload_sources,
                     )
-                except BackendUnavailable as exc:
-                    hint = (
-                        " (unprivileged user namespaces may be disabled: "
-                        "sysctl kernel.unprivileged_userns_clone=1, or run as root)"
-                        if self._userns
-                        else ""
-                    )
-                    raise BackendUnavailable(f"{exc}{hint}") from None
-                self._zygotes[network] = z
-            return z
+                )
+            for i, z in enumerate(started):
+                try:
+                    z.wait_ready()
+                except BackendUnavailable:
+                    started.pop(i)
+                    raise
+        except BackendUnavailable as exc:
+            for z in started:
+                z.close()
+            hint = (
+                " (unprivileged user namespaces may be disabled: "
+                "sysctl kernel.unprivileged_userns_clone=1, or run as root)"
+                if self._userns
+                else ""
+            )
+            raise BackendUnavailable(f"{exc}{hint}") from None
+        return started
+
+    def _pool(self, network: bool) -> list[_Zygote]:
+        """The zygotes of a network setting, started on first use. Call with no lock held."""
+        with self._zlock:
+            pool = self._zygotes.get(network)
+            if pool is None:
+                pool = self._zygotes[network] = self._start(network, self.zygotes)
+            return pool
+
+    def _replace(self, network: bool, dead: _Zygote) -> _Zygote:
+        """A new zygote in the place of ``dead`` (one that no longer takes runs)."""
+        with self._zlock:
+            pool = self._zygotes.setdefault(network, [])
+            if dead not in pool:  # another thread replaced it already
+                return min(pool, key=lambda z: z.in_flight) if pool else dead
+            (new,) = self._start(network, 1)
+            pool[pool.index(dead)] = new
+        dead.close()
+        return new
 
     def _execute(self, request: RunRequest) -> ExecResult:
         network = request.limits.network
-        z = self._zygote(network)
-
-        return execute_on(_Retrying(self, network, z), request, self._settings, self._cgroups)
+        pool = self._zygotes.get(network) or self._pool(network)
+        with self._zlock:
+            counted = min(pool, key=lambda z: z.in_flight)  # the first of the least busy
+            counted.in_flight += 1
+        z = counted if counted.alive() else self._replace(network, counted)
+        try:
+            return execute_on(_Retrying(self, network, z), request, self._settings, self._cgroups)
+        finally:
+            with self._zlock:
+                counted.in_flight -= 1
 
     def isolation(self) -> dict[str, Any]:
         degraded = []
@@ -321,22 +371,25 @@ class LocalSandbox(Sandbox):
             "seccomp": self._seccomp,
             "read_only_paths": self._config["binds"],
             "fast_path": self.fast_path,
+            "zygotes": self.zygotes,
             "python": self.python,
             "degraded": degraded,
         }
 
     def _forked(self) -> None:
         super()._forked()
-        for z in self._zygotes.values():
-            z.forget()
-        self._zygotes = {}  # the next run starts this process's own zygote
+        for pool in self._zygotes.values():
+            for z in pool:
+                z.forget()
+        self._zygotes = {}  # the next run starts this process's own zygotes
         self._zlock = threading.Lock()
         # The cgroup manager forgets the parent's cgroups by itself (see _cgroup).
 
     def close(self) -> None:
         super().close()
         with self._zlock:
-            for z in self._zygotes.values():
-                z.close()
+            for pool in self._zygotes.values():
+                for z in pool:
+                    z.close()
             self._zygotes.clear()
         self._cgroups.close()

@@ -13,7 +13,7 @@ import functools
 import json
 import os
 import re
-import selectors
+import select
 import signal
 import socket
 import struct
@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from llmgym.sandbox import _zygote
 from llmgym.sandbox._cgroup import CgroupManager, CgroupRun
+from llmgym.sandbox._fds import close_fds, fit_pipe, payload_fd, stdin_fd
 from llmgym.sandbox.base import RunRequest, RunSession
 from llmgym.sandbox.limits import Limits
 from llmgym.sandbox.result import ExecResult, Status
@@ -47,6 +48,11 @@ _STARTUP_GRACE_S = 10.0
 
 _KILL_GRACE_S = 2.0
 
+_CPU_CHECK_S = 0.1
+"""How often the CPU time of a run's cgroup is compared with its limit, from its start on."""
+
+_POLLIN = select.POLLIN
+
 
 class ZygoteLike(Protocol):
     """Something that accepts one run per message (a local zygote or a container's agent)."""
@@ -57,68 +63,6 @@ class ZygoteLike(Protocol):
 # ----------------------------------------------------------------------------------------------
 # One run, seen from the parent
 # ----------------------------------------------------------------------------------------------
-
-
-def _memfd(name: str, data: bytes) -> int:
-    """A memfd holding ``data``, its offset at the start."""
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
-
-
-def _payload_fd(files: list[tuple[str, bytes, int]]) -> int:
-    header = {"files": []}  # type: dict[str, list[Any]]
-    offset = 0
-    for path, data, mode in files:
-        header["files"].append([path, mode, offset, len(data)])
-        offset += len(data)
-    head = json.dumps(header).encode()
-    fd = os.memfd_create("llmgym-payload", os.MFD_CLOEXEC)
-    with os.fdopen(os.dup(fd), "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for _, data, _ in files:
-            f.write(data)
-    return fd
-
-
-def _stdin_fd(data: bytes) -> int:
-    """A read-only, sealed memfd holding ``data`` (a pipe would need a writer thread)."""
-    import fcntl
-
-    fd = os.memfd_create("llmgym-stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
-        ro = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        os.close(fd)
-    return ro
-
-
-_PIPE_MAX = 2 << 20
-
-
-def _fit_pipe(fd: int, cap: int) -> None:
-    """Make the pipe hold ``cap + 1`` bytes where the kernel allows (up to 2 MiB).
-
-    A program that passes its output cap then does so without waiting for this process to
-    read: on a busy host a flood is still recognized as one, not mistaken for a timeout.
-    Best effort: unprivileged users may not grow pipes past ``/proc/sys/fs/pipe-max-size``.
-    """
-    import fcntl
-
-    if 1 << 16 <= cap < _PIPE_MAX:
-        try:
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, cap + 1)
-        except OSError:
-            pass
 
 
 class _Stream:
@@ -228,9 +172,9 @@ def execute_on(
 
         ctrl, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         give("control", ctrl_child.detach())  # first: the zygote finds it there
-        give("payload", _payload_fd(request.all_files()))
+        give("payload", payload_fd(request.all_files()))
         if request.session is None:
-            give("stdin", _stdin_fd(request.stdin))
+            give("stdin", stdin_fd(request.stdin))
         else:  # a pipe this side writes into as the session goes
             stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
             os.set_blocking(stdin_w, False)
@@ -238,7 +182,7 @@ def execute_on(
         streams: dict[str, _Stream] = {}
         for name in ("stdout", "stderr", "result"):
             r, w = os.pipe2(os.O_CLOEXEC)
-            _fit_pipe(w, lim.max_output_bytes)
+            fit_pipe(w, lim.max_output_bytes)
             to_close.append(r)
             os.set_blocking(r, False)
             streams[name] = _Stream(name, r, lim.max_output_bytes)
@@ -264,7 +208,7 @@ def execute_on(
             if compiled and request.language.compile
             else None,
             "limits": _limits_message(lim),
-            "compile_limits": _limits_message(clim),
+            "compile_limits": _limits_message(clim) if compiled else None,
             "env": env,
             "tmp_mb": tmp_mb or lim.memory_mb,
             "degraded": degraded,
@@ -273,7 +217,7 @@ def execute_on(
         try:
             zygote.submit(message, child_fds)
         finally:
-            _close_fds(child_fds)
+            close_fds(child_fds)
             child_fds = []
         run = _Supervisor(request, ctrl, streams, cg_run, t_submit)
         if request.session is not None and stdin_w is not None:  # narrows both for mypy
@@ -288,10 +232,10 @@ def execute_on(
             marker = b""
         return _result(request, settings, run, cg_compile, marker, oom_probe)
     finally:
-        _close_fds(child_fds)
-        _close_fds(to_close)
+        close_fds(child_fds)
+        close_fds(to_close)
         if stdin_w is not None:
-            _close_fds([stdin_w])
+            close_fds([stdin_w])
         if talk is not None:
             talk.close_now()
         if ctrl is not None:
@@ -299,14 +243,6 @@ def execute_on(
         for cg in (cg_run, cg_compile):
             if cg is not None and cgroups is not None:
                 cgroups.retire(cg)
-
-
-def _close_fds(fds: Sequence[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
 
 
 STARVATION_CREDIT = 3.0
@@ -399,7 +335,7 @@ class _Talk:
         if not self.closed:
             self.closed = True
             self.pending.clear()
-            _close_fds([self.fd])
+            close_fds([self.fd])
 
     def close_now(self) -> None:
         """The run is over: drop what was never written."""
@@ -506,12 +442,24 @@ class _Supervisor:
             budget += self.request.compile_limits.wall_time_s
         backstop = self.t_submit + budget
         deadline = cap = limit_at = float("inf")
-        sel = selectors.DefaultSelector()
+        # poll(), not a selector: a handful of descriptors, watched for a few milliseconds.
+        poller = select.poll()
+        watched: dict[int, Any] = {}  # fd -> its stream, or what it is
+
+        def watch(fd: int, what: Any, events: int = _POLLIN) -> None:
+            poller.register(fd, events)
+            watched[fd] = what
+
+        def unwatch(fd: int) -> None:
+            poller.unregister(fd)
+            del watched[fd]
+
         for s in self.streams.values():
-            sel.register(s.fd, selectors.EVENT_READ, s)
-        sel.register(self.ctrl, selectors.EVENT_READ, "ctrl")
+            watch(s.fd, s)
+        ctrl_fd = self.ctrl.fileno()
+        watch(ctrl_fd, "ctrl")
         dead = ctrl_eof = False
-        next_cpu_check = 0.0
+        next_cpu_check = float("inf")  # set when the program starts
         talk, writing = self.talk, False
         if talk is not None:
             talk.call("on_start")
@@ -521,9 +469,9 @@ class _Supervisor:
                     want = bool(talk.pending) and not talk.closed
                     if want != writing:
                         if want:
-                            sel.register(talk.fd, selectors.EVENT_WRITE, "stdin")
+                            watch(talk.fd, "stdin", select.POLLOUT)
                         else:
-                            sel.unregister(talk.fd)
+                            unwatch(talk.fd)
                         writing = want
                 now = time.monotonic()
                 if now > backstop:
@@ -549,66 +497,62 @@ class _Supervisor:
                     if now >= deadline:
                         self.kill("wall")
                 timeout = min(backstop, deadline) - now
-                if self.cg_run is not None and self.t_running is not None:
-                    timeout = min(timeout, 0.1)
+                timeout = min(timeout, next_cpu_check - now)
                 if talk is not None and talk.session.deadline is not None:
                     timeout = min(timeout, talk.session.deadline - now)
-                events = sel.select(max(0.0, min(timeout, 1.0)))
+                # Rounded up: woken a little late, never early (an early wake-up only loops).
+                events = poller.poll(-(-max(0.0, min(timeout, 1.0)) * 1000 // 1))
                 now = time.monotonic()
-                for key, _ in events:
-                    data = key.data
+                for fd, _ in events:
+                    data = watched.get(fd)
+                    if data is None:  # unwatched while handling an earlier event
+                        continue
                     if isinstance(data, _Stream):
                         size = len(data.buf)
                         if data.read():
                             self.output_limit_stream = self.output_limit_stream or data.name
                             self.kill("output_limit")
                         if data.eof:
-                            sel.unregister(data.fd)
+                            unwatch(fd)
                         if talk is not None and data.name == "result" and len(data.buf) > size:
                             talk.call("on_result", bytes(data.buf[size:]))
                     elif data == "stdin":
                         if talk is not None:
                             talk.write()
                     elif data == "ctrl":
-                        msg, fds = _recv_ctrl(self.ctrl)
-                        if msg is None:
-                            ctrl_eof = True
-                            sel.unregister(self.ctrl)
-                            if self.pidfd is None:
-                                dead = True  # nothing was ever started, or the start failed
-                            continue
-                        kind = msg.get("type")
-                        if kind == "started" and fds and self.pidfd is None:
-                            self.pidfd = fds.pop(0)
-                            sel.register(self.pidfd, selectors.EVENT_READ, "dead")
-                            if self.kill_reason is not None:
-                                self.kill(self.kill_reason)
-                        elif kind == "running" and self.t_running is None and fds:
-                            self.t_running = float(msg.get("t", now))
-                            self.prog_waited = float(msg.get("waited", 0.0))
-                            self.prog_fd = fds.pop(0)
-                            sel.register(self.prog_fd, selectors.EVENT_READ, "prog")
+                        flags = 0
+                        while True:
+                            msg, fds = _recv_ctrl(self.ctrl, flags)
+                            if msg is _NOTHING:
+                                break
+                            if msg is None:
+                                ctrl_eof = True
+                                unwatch(ctrl_fd)
+                                if self.pidfd is None:
+                                    dead = True  # nothing was ever started, or the start failed
+                                break
+                            self._heard(msg, fds, now, watch)
+                            if msg.get("type") not in ("exit", "error"):
+                                break
+                            # The end of the socket follows at once: take it in this wake-up.
+                            flags = _DONTWAIT
+                        if self.t_running is not None and limit_at == float("inf"):
                             limit_at = deadline = self.t_running + lim.wall_time_s
                             cap = self.t_running + lim.wall_time_s * (1 + STARVATION_CREDIT)
-                        elif kind == "compiled":
-                            self.compile_msg = msg
-                        elif kind == "exit":
-                            self.exit_msg = msg
-                        elif kind == "error":
-                            self.error_detail = str(msg.get("detail"))
-                        _close_fds(fds)
+                            if self.cg_run is not None:
+                                next_cpu_check = self.t_running + _CPU_CHECK_S
                     elif data == "dead":
                         dead = True
-                        sel.unregister(key.fd)
+                        unwatch(fd)
                     elif data == "prog":
                         self.t_prog_end = now
-                        sel.unregister(key.fd)
+                        unwatch(fd)
                 if talk is not None and talk.due(now):
                     talk.call("on_timer")
                 # The aggregate CPU limit over all processes and threads (RLIMIT_CPU is per
                 # process).
-                if self.cg_run is not None and self.t_running is not None and now >= next_cpu_check:
-                    next_cpu_check = now + 0.1
+                if self.cg_run is not None and now >= next_cpu_check:
+                    next_cpu_check = now + _CPU_CHECK_S
                     cpu = self.cg_run.cpu_time_s()
                     if cpu is not None and cpu > lim.cpu_limit_s + 0.05:
                         self.kill("cpu")
@@ -625,21 +569,51 @@ class _Supervisor:
                 if talk is not None and s.name == "result" and len(s.buf) > size:
                     talk.call("on_result", bytes(s.buf[size:]))
         finally:
-            sel.close()
-            _close_fds([fd for fd in (self.pidfd, self.prog_fd) if fd is not None])
+            close_fds([fd for fd in (self.pidfd, self.prog_fd) if fd is not None])
         self.t_end = time.monotonic()
+
+    def _heard(self, msg: dict[str, Any], fds: list[int], now: float, watch: Any) -> None:
+        """One message on the control socket (see the class docstring)."""
+        kind = msg.get("type")
+        if kind == "started" and fds and self.pidfd is None:
+            self.pidfd = fds.pop(0)
+            watch(self.pidfd, "dead")
+            if self.kill_reason is not None:
+                self.kill(self.kill_reason)
+        elif kind == "running" and self.t_running is None and fds:
+            self.t_running = float(msg.get("t", now))
+            self.prog_waited = float(msg.get("waited", 0.0))
+            self.prog_fd = fds.pop(0)
+            watch(self.prog_fd, "prog")
+        elif kind == "compiled":
+            self.compile_msg = msg
+        elif kind == "exit":
+            self.exit_msg = msg
+        elif kind == "error":
+            self.error_detail = str(msg.get("detail"))
+        close_fds(fds)
 
 
 def _readable(fds: list[int]) -> list[int]:
-    import select
-
     return select.select(fds, [], [], 0)[0]
 
 
-def _recv_ctrl(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+_NOTHING: dict[str, Any] = {}
+"""What :func:`_recv_ctrl` returns when asked not to wait and no message is there."""
+
+_DONTWAIT = int(socket.MSG_DONTWAIT)  # plain ints: or-ing the enum builds a new member per call
+_RECV_FLAGS = int(socket.MSG_CMSG_CLOEXEC)
+_CTRL_ANCILLARY = socket.CMSG_SPACE(4 * 4)
+
+
+def _recv_ctrl(sock: socket.socket, flags: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
+    """The next message on a run's control socket and the descriptors it brought; ``None`` at
+    its end; :data:`_NOTHING` when ``flags`` holds ``MSG_DONTWAIT`` and none is there."""
     try:
-        data, anc, _, _ = sock.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4), socket.MSG_CMSG_CLOEXEC)
-    except (ConnectionResetError, BlockingIOError):
+        data, anc, _, _ = sock.recvmsg(1 << 20, _CTRL_ANCILLARY, _RECV_FLAGS | flags)
+    except BlockingIOError:
+        return (_NOTHING if flags & _DONTWAIT else None), []
+    except ConnectionResetError:
         return None, []
     fds: list[int] = []
     for level, kind, payload in anc:
@@ -647,7 +621,7 @@ def _recv_ctrl(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
             n = len(payload) // 4
             fds.extend(struct.unpack(f"{n}i", payload[: n * 4]))
     if not data:
-        _close_fds(fds)
+        close_fds(fds)
         return None, []
     try:
         return json.loads(data), fds
@@ -705,7 +679,9 @@ def _result(
     if peak_bytes is None and exit_msg is not None:
         peak_bytes = int(exit_msg.get("maxrss_kb", 0)) * 1024
     peak_mb = (peak_bytes or 0) / (1 << 20)
-    if cg_run is not None:
+    if exit_code == 0:
+        oom = 0  # a clean exit is "ok" whatever the OOM killer did: no need to ask
+    elif cg_run is not None:
         oom = cg_run.oom_kills()
     else:
         oom = oom_probe.oom_kills() if oom_probe is not None else 0
