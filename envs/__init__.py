@@ -23,7 +23,9 @@ register(id="llm/CodeRepair-v0", entry_point="llmgym.envs.coding:CodeRepairEnv")
 # --- tool calling (envs/tools/) ---------------------------------------------------------------
 
 register(id="llm/ToolCalling-v0", entry_point="llmgym.envs.tools.env:ToolCallingEnv")
-register(id="llm/FunctionCalling-v0", entry_point="llmgym.envs.tools.function_calling:FunctionCallingEnv")
+register(
+    id="llm/FunctionCalling-v0", entry_point="llmgym.envs.tools.function_calling:FunctionCallingEnv"
+)
 
 # --- long documents (envs/longdoc/) -----------------------------------------------------------
 
