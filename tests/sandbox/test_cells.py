@@ -34,7 +34,9 @@ print(" ".join(os.readlink("/proc/self/ns/" + ns) for ns in ("pid", "mnt", "net"
 open("/tmp/mine-{i}", "w").write("x")
 open("/dev/shm/mine-{i}", "w").write("x")
 time.sleep({hold})  # every run of the batch is alive at once
-print(sorted(os.listdir("/tmp")), sorted(os.listdir("/dev/shm")))
+# what runs write (a checkout under /tmp also shows its read-only mount point: the same in every run)
+ours = lambda d: sorted(n for n in os.listdir(d) if n == "main.py" or n.startswith("mine-"))
+print(ours("/tmp"), ours("/dev/shm"))
 """
 
 
