@@ -119,9 +119,15 @@ SCENARIO = textwrap.dedent(
         import docker
 
         client = docker.from_env()
-        for pid in (os.getpid(), told.get("pid")):
-            containers += [c.id[:12] for c in client.containers.list(
-                all=True, filters={"label": f"llmgym.sandbox={pid}"})]
+        # A removal the daemon is still finishing is no leak: wait for it, within a deadline.
+        deadline = time.monotonic() + 15
+        while True:
+            containers = [c.id[:12] for pid in (os.getpid(), told.get("pid"))
+                          for c in client.containers.list(
+                              all=True, filters={"label": f"llmgym.sandbox={pid}"})]
+            if not containers or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     print(json.dumps({
         "first": first, "child": told.get("child"), "child_exit": os.waitstatus_to_exitcode(status),
         "after": after, "processes": descendants(os.getpid()),
