@@ -2,7 +2,7 @@
 
 ``execute_on`` hands a run to a zygote (the local one, or the agent inside a docker container),
 passes its files, stdin and limits on file descriptors, then supervises it to the end: the
-result channel and the control socket (``_Talk``), stdout/stderr capture under the output cap,
+result channel and the control socket (``_LiveSession``), stdout/stderr capture under the output cap,
 the wall-clock and startup deadlines, kills through the init's pidfd, cgroup accounting
 (memory peak, CPU of every process) and the final :class:`ExecResult` (``_result``).
 """
@@ -155,7 +155,7 @@ def execute_on(
     compiled = request.compiled
     to_close: list[int] = []
     stdin_w: int | None = None
-    talk: _Talk | None = None
+    talk: _LiveSession | None = None
     ctrl: socket.socket | None = None
     child_fds: list[int] = []
     try:
@@ -221,7 +221,7 @@ def execute_on(
             child_fds = []
         run = _Supervisor(request, ctrl, streams, cg_run, t_submit)
         if request.session is not None and stdin_w is not None:  # narrows both for mypy
-            talk = run.talk = _Talk(run, request.session, stdin_w, request.stdin)
+            talk = run.talk = _LiveSession(run, request.session, stdin_w, request.stdin)
             stdin_w = None  # the talk closes it
         run.supervise()
         if talk is not None and talk.error is not None:
@@ -271,7 +271,7 @@ def _pidfd_pid(pidfd: int) -> int | None:
     return None
 
 
-class _Talk:
+class _LiveSession:
     """A :class:`~llmgym.sandbox.base.RunSession` at work: the run's stdin (a pipe written as
     the session sends) and the hooks, driven by the supervisor's loop."""
 
@@ -391,7 +391,7 @@ class _Supervisor:
         self.prog_waited = 0.0  # its CPU wait before that
         self.t_prog_end: float | None = None  # when this side saw it end
         self.t_end: float | None = None
-        self.talk: _Talk | None = None  # the request's session, if it has one
+        self.talk: _LiveSession | None = None  # the request's session, if it has one
 
     def kill(self, reason: str) -> None:
         if self.kill_reason is None:
