@@ -477,6 +477,21 @@ _SCAN: Callable[[str, int], tuple[Any, int]]
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
+def _drain(fd: int, out_r: int, out: bytearray, err: Tail, open_fds: set[int]) -> None:
+    """Read what a test's program wrote on ``fd`` (its stdout ``out_r`` or its stderr) into
+    ``out`` or ``err``; an end of file takes ``fd`` out of ``open_fds``."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return
+    if not chunk:
+        open_fds.discard(fd)
+    elif fd == out_r:
+        out += chunk
+    else:
+        err.add(chunk)
+
+
 def _reply_event(line: bytes) -> dict[str, Any] | str:
     """One reply line as :func:`take_replies` reads it: the record, or ``"garbled"``.
 
@@ -1492,16 +1507,7 @@ class Judge:
                 if fd == sock:
                     server.receive()
                     continue
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    open_fds.discard(fd)
-                elif fd == out_r:
-                    out += chunk
-                else:
-                    err.add(chunk)
+                _drain(fd, out_r, out, err, open_fds)
             if len(out) + err.total > self.output_cap:
                 why = "output"
                 break
@@ -2039,16 +2045,7 @@ class ProgramRunner:
                     exited = True
                     _kill_group(pid)  # whatever it left behind (still holding its output, say)
                     continue
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    open_fds.discard(fd)
-                elif fd == out_r:
-                    out += chunk
-                else:
-                    err.add(chunk)
+                _drain(fd, out_r, out, err, open_fds)
             if len(out) + err.total > self.output_cap:
                 why = "output"
                 break
