@@ -128,6 +128,16 @@ def _warm_verifier() -> None:
 
 
 def _peak_rss_mb() -> float:
+    """This process's own peak RSS. Not ``ru_maxrss``: Linux keeps that across ``execve``, so a
+    spawned child would report its parent's peak (here the parent that trained the SFT model)
+    whenever that is higher. ``VmHWM`` belongs to the address space, which exec replaces."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
