@@ -1,21 +1,29 @@
-"""The HTTP application of ``llmgym serve``: sessions over JSON, plus OpenEnv's routes.
+"""The application of ``llmgym serve``: sessions over HTTP and WebSocket, plus OpenEnv's routes.
 
 Routes (every body and reply a JSON object; errors ``{"error": {"type", "message"}}``):
 
-- ``GET /health``, ``GET /metadata`` (env ids, families, spaces, reward ranges, version)
+- ``GET /health``, ``GET /metadata`` (env ids, families, spaces, reward ranges, version, limits)
 - ``POST /v1/sessions`` ``{"env_id", "kwargs"}`` -> ``{"session_id", "env_id", "spaces"...}``
 - ``POST /v1/sessions/{id}/reset`` ``{"seed", "options"}`` -> ``{"observation", "info"}``
 - ``POST /v1/sessions/{id}/step`` ``{"action"}`` (text or an OpenAI-style message) ->
   ``{"observation", "reward", "terminated", "truncated", "info"}``
+- ``POST /v1/step_batch`` ``{"steps": [{"session_id", "action"}...]}`` -> ``{"results": [...]}``
+  (each a step reply or ``{"error", "status"}``, in order; a session named twice: 400)
 - ``GET``/``PUT /v1/sessions/{id}/state`` (``get_state``/``set_state`` snapshots, for search),
   ``GET /v1/sessions/{id}/oracle`` (the gold action and the secrets: contract checks),
   ``GET /v1/sessions/{id}/render``, ``DELETE /v1/sessions/{id}``
+- ``GET /v1/ws``: the same ops over one WebSocket, many in flight (:mod:`llmgym.serve.ws`)
+- ``GET /metrics``: Prometheus text (:mod:`llmgym.serve.metrics`)
 - ``/openenv/<env id>/...``: OpenEnv's own server (``openenv-core``) around each env, so that
   OpenEnv's client connects unchanged (its WebSocket ``/ws`` holds one session per connection).
 
-Security: with ``tokens`` set, every request (WebSocket included) needs
-``Authorization: Bearer <token>``; a session answers only to the token that created it.
-Bodies over ``max_body_bytes`` and actions over ``max_action_chars`` are refused (413).
+Security: with ``tokens`` set, every request but ``/health`` (WebSockets included) needs
+``Authorization: Bearer <token>``; a session answers only to the token that created it. Without
+tokens (loopback only), a request a browser sends from another site (an ``Origin`` header that
+is neither allowed nor this loopback server itself) is refused, so that a web page cannot drive
+the envs. Bodies over ``max_body_bytes`` and actions over ``max_action_chars`` are refused
+(413); env kwargs, memory and steps/s are limited by :mod:`llmgym.serve.envargs` and
+:mod:`llmgym.serve.limits`.
 """
 
 from __future__ import annotations
@@ -24,25 +32,25 @@ import asyncio
 import contextlib
 import difflib
 import hmac
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+import ipaddress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import gymnasium as gym
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from llmgym import error
-from llmgym.core import LLMEnv
 from llmgym.serve import wire
-from llmgym.serve.sessions import ServeError, Session, SessionPool, owner_of
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from llmgym.serve.limits import retry_after_header
+from llmgym.serve.logs import TRACE_KEY, ASGIApp, Message, Receive, Scope, Send, Trace, observe
+from llmgym.serve.metrics import CONTENT_TYPE, ServeMetrics
+from llmgym.serve.ops import Doc, Service, spaces_of
+from llmgym.serve.sessions import ServeError, SessionPool, owner_of
+from llmgym.serve.ws import serve_websocket
 
 
 @dataclass
@@ -58,17 +66,46 @@ class ServeConfig:
     idle_timeout_s: float | None = 600.0
     """A session untouched this long is closed, and its env with it (None: never)."""
     max_body_bytes: int = 8 << 20
-    """Largest request body."""
+    """Largest request body, and largest WebSocket frame."""
     max_action_chars: int = 1 << 20
     """Largest action (text, or the JSON of a message dict)."""
     openenv: bool = False
     """Also mount OpenEnv's server for each env at ``/openenv/<env id>`` (needs openenv-core)."""
+    workers: int = 32
+    """Threads that run env calls (create, reset, step...): how many env calls run at once;
+    more wait their turn (the event loop itself never runs an env)."""
+    max_steps_per_s: float | None = None
+    """Steps per second, all sessions together (None: no limit); over it, 429 + Retry-After."""
+    session_steps_per_s: float | None = None
+    """Steps per second of each session (None: no limit); over it, 429 + Retry-After."""
+    max_rss_mb: float | None = None
+    """Refuse new sessions (503) while the server's resident memory is over this (None: never)."""
+    allow_kwargs: dict[str, list[str]] = field(default_factory=dict)
+    """Env kwargs allowed per env id (``"*"``: every env) on top of the safe default (what the
+    constructor takes, less :data:`llmgym.serve.envargs.HOST_KWARGS`)."""
+    allowed_origins: list[str] = field(default_factory=list)
+    """Browser origins (``https://host:port``) allowed to call a server without tokens."""
+    max_connections: int = 1024
+    """Open connections at once (HTTP and WebSocket; uvicorn answers 503 past it)."""
+    request_timeout_s: float = 30.0
+    """A request's headers and body must arrive within this (slow clients are cut off)."""
+    max_ws_inflight: int = 256
+    """Requests of one WebSocket running at once; past it the server stops reading from it."""
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
             raise error.Error(f"Expects max_sessions >= 1, actual: {self.max_sessions}")
         if self.max_body_bytes < 1024 or self.max_action_chars < 1:
             raise error.Error("Expects max_body_bytes >= 1024 and max_action_chars >= 1")
+        for name in ("workers", "max_connections", "max_ws_inflight"):
+            if getattr(self, name) < 1:
+                raise error.Error(f"Expects {name} >= 1, actual: {getattr(self, name)}")
+        for name in ("max_steps_per_s", "session_steps_per_s", "max_rss_mb"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise error.Error(f"Expects {name} > 0 or None (no limit), actual: {value}")
+        if self.request_timeout_s <= 0:
+            raise error.Error(f"Expects request_timeout_s > 0, actual: {self.request_timeout_s}")
 
 
 def served_env_ids(requested: Iterable[str]) -> list[str]:
@@ -89,100 +126,118 @@ def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
-def _spaces(env: gym.Env[Any, Any]) -> dict[str, Any]:
-    def space(s: Any) -> dict[str, Any]:
-        return {
-            "type": type(s).__name__,
-            "min_length": getattr(s, "min_length", None),
-            "max_length": getattr(s, "max_length", None),
-        }
-
-    base = env.unwrapped
-    return {
-        "observation_space": space(env.observation_space),
-        "action_space": space(env.action_space),
-        "reward_range": list(getattr(base, "reward_range", (0.0, 1.0))),
-        "outcome_reward_range": list(getattr(base, "outcome_reward_range", (0.0, 1.0))),
-        "metadata": {"render_modes": list(env.metadata.get("render_modes", []))},
-        "render_mode": env.render_mode,
-        "domain": getattr(base, "domain", None),
-    }
-
-
-def _llm(session: Session) -> LLMEnv:
-    base = session.env.unwrapped
-    if not isinstance(base, LLMEnv):
-        raise error.Error(f"{session.env_id} is not an llmgym env: it has no snapshots or oracle")
-    return base
-
-
 # --- security: a pure ASGI layer, so that it guards WebSockets and mounted apps too ----------
 
 
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _token_of(scope: Scope) -> str | None:
+    value = _header(scope, b"authorization")
+    if value and value[:7].lower() == "bearer ":
+        return value[7:].strip()
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def origin_allowed(origin: str | None, host: str | None, allowed: list[str]) -> bool:
+    """Whether a request from ``origin`` may reach a server without tokens.
+
+    Programs send no ``Origin``; browsers always do. A page of this very loopback server (its
+    ``Host`` a loopback address, which a DNS-rebinding page cannot claim) may; others only if
+    the operator allowed them.
+    """
+    if origin is None or origin in allowed:
+        return True
+    parts = urlsplit(origin)
+    return (
+        parts.netloc == (host or "") and parts.hostname is not None and is_loopback(parts.hostname)
+    )
+
+
+async def _reply(send: Send, status: int, exc: ServeError) -> None:
+    body = wire.dumps(wire.error_doc(exc))
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def guard(app: ASGIApp, config: ServeConfig) -> ASGIApp:
-    """Check the bearer token and cap the body size before ``app`` sees a request."""
+    """Check the token (or the origin) and cap the body size before ``app`` sees a request."""
     tokens = [t.encode() for t in config.tokens]
 
-    def token_of(scope: Scope) -> str | None:
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                return value[7:].decode("latin-1").strip()
-        return None
-
-    async def reply(send: Send, status: int, exc: ServeError) -> None:
-        body = wire.dumps(wire.error_doc(exc))
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    async def refuse(scope: Scope, send: Send, status: int, exc: ServeError) -> None:
+        if scope["type"] == "websocket":  # before accept: uvicorn answers the handshake 403
+            await send({"type": "websocket.close", "code": 1008, "reason": str(exc)[:120]})
+        else:
+            await _reply(send, status, exc)
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await app(scope, receive, send)
             return
-        token = token_of(scope)
-        if tokens and not (token and any(hmac.compare_digest(token.encode(), t) for t in tokens)):
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
-                return
-            if scope.get("path") != "/health":
-                await reply(
-                    send,
-                    401,
-                    wire.Unauthorized(
-                        "This server needs a token: send 'Authorization: Bearer <token>'"
-                    ),
-                )
-                return
+        token = _token_of(scope)
+        authorized = token and any(hmac.compare_digest(token.encode(), t) for t in tokens)
+        if tokens and not authorized and scope.get("path") != "/health":
+            message = "This server needs a token: send 'Authorization: Bearer <token>'"
+            await refuse(scope, send, 401, wire.Unauthorized(message))
+            return
+        origin = _header(scope, b"origin")
+        if not tokens and not origin_allowed(
+            origin, _header(scope, b"host"), config.allowed_origins
+        ):
+            exc = wire.Forbidden(
+                f"Requests from the web page {origin!r} are refused (this server has no token); "
+                "start it with --allow-origin ORIGIN to allow that page"
+            )
+            await refuse(scope, send, 403, exc)
+            return
         scope.setdefault("state", {})["llmgym_owner"] = owner_of(token if tokens else None)
         if scope["type"] == "http":
-            for name, value in scope.get("headers", []):
-                if (
-                    name == b"content-length"
-                    and value.isdigit()
-                    and int(value) > config.max_body_bytes
-                ):
-                    await reply(send, 413, _too_large(config))
-                    return
-            received = 0
-
-            async def counted() -> Message:
-                nonlocal received
-                message = await receive()
-                received += len(message.get("body", b""))
-                if received > config.max_body_bytes:
-                    raise _too_large(config)
-                return message
-
-            try:
-                await app(scope, counted, send)
-            except wire.PayloadTooLarge as exc:
-                await reply(send, 413, exc)
+            await _capped(app, config, scope, receive, send)
             return
         await app(scope, receive, send)
 
     return guarded
+
+
+async def _capped(
+    app: ASGIApp, config: ServeConfig, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Run ``app`` on a request whose body may not pass ``max_body_bytes``."""
+    length = _header(scope, b"content-length")
+    if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
+        await _reply(send, 413, _too_large(config))
+        return
+    received = 0
+
+    async def counted() -> Message:
+        nonlocal received
+        message = await receive()
+        received += len(message.get("body", b""))
+        if received > config.max_body_bytes:
+            raise _too_large(config)
+        return message
+
+    try:
+        await app(scope, counted, send)
+    except wire.PayloadTooLarge as exc:
+        await _reply(send, 413, exc)
 
 
 def _too_large(config: ServeConfig) -> wire.PayloadTooLarge:
@@ -194,228 +249,206 @@ def _too_large(config: ServeConfig) -> wire.PayloadTooLarge:
 # --- the application ----------------------------------------------------------------------
 
 
-def create_app(config: ServeConfig | None = None) -> GuardedApp:
-    """The ASGI application serving ``config.env_ids`` (FastAPI inside, guarded by tokens)."""
+def create_app(config: ServeConfig | None = None, *, pool: SessionPool | None = None) -> GuardedApp:
+    """The ASGI application serving ``config.env_ids`` (FastAPI inside, guarded by tokens).
+
+    ``pool``: the session pool to use (a subclass that places envs elsewhere, as
+    ``llmgym.ray`` does); by default one of ``config.max_sessions`` sessions, each idle
+    ``config.idle_timeout_s`` at most, whose envs are ``gym.make(env_id, **kwargs)``.
+    """
     import llmgym
 
     config = config or ServeConfig()
     env_ids = served_env_ids(config.env_ids)
-    pool = SessionPool(
-        _make_env, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s
-    )
+    if pool is None:
+        pool = SessionPool(
+            _make_env, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s
+        )
+    metrics = ServeMetrics(pool)
+    service = Service(config, env_ids, pool, metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(_reap(pool)) if config.idle_timeout_s else None
+        reaper = asyncio.create_task(_reap(service)) if pool.idle_timeout_s else None
         try:
             yield
         finally:
             if reaper is not None:
                 reaper.cancel()
-            await run_in_threadpool(pool.close_all)
+            await asyncio.to_thread(service.shutdown)
 
     app = FastAPI(title="llmgym serve", version=llmgym.__version__, lifespan=lifespan)
-    app.state.pool = pool
-    app.state.config = config
+    app.state.service = service
     metadata_cache: dict[str, Any] = {}
 
     def ok(doc: Any, status: int = 200) -> Response:
         return Response(wire.dumps(doc), status_code=status, media_type="application/json")
 
-    async def handle(work: Callable[[], Any], status: int = 200) -> Response:
-        try:
-            return ok(await run_in_threadpool(work), status)
-        except wire.PayloadTooLarge:
-            raise
-        except Exception as exc:
-            code = wire.status_of(exc)
-            if code == 500:
-                exc = error.Error(f"{type(exc).__name__}: {exc}")
-            return ok(wire.error_doc(exc), code)
+    def failed(exc: Exception) -> Response:
+        status, doc = wire.failure(exc)
+        response = ok(doc, status)
+        retry_after = getattr(exc, "retry_after_s", None)
+        if isinstance(retry_after, float):
+            response.headers["Retry-After"] = retry_after_header(retry_after)
+        return response
 
     @app.exception_handler(ServeError)
     async def refused(_request: Request, exc: ServeError) -> Response:
-        return ok(wire.error_doc(exc), exc.status)
+        return failed(exc)
 
     def owner(request: Request) -> str:
         return str(request.scope.get("state", {}).get("llmgym_owner", "anonymous"))
 
-    async def body(request: Request, what: str) -> dict[str, Any]:
-        return wire.loads_object(await request.body(), what)
+    def trace_of(request: Request) -> Trace:
+        trace = request.scope.get("state", {}).get(TRACE_KEY)
+        return trace if isinstance(trace, Trace) else Trace()
+
+    async def body(request: Request, what: str) -> Doc:
+        try:
+            raw = await request.body()
+        except ClientDisconnect:
+            raise wire.BadRequest("The client went away before its body arrived") from None
+        return wire.loads_object(raw, what)
+
+    async def answer(
+        request: Request,
+        op: Callable[[str, Doc, Trace], Awaitable[Doc]],
+        doc: Doc,
+        status: int = 200,
+    ) -> Response:
+        if "sid" in request.path_params:
+            doc = {**doc, "session_id": request.path_params["sid"]}
+        try:
+            return ok(await op(owner(request), doc, trace_of(request)), status)
+        except wire.PayloadTooLarge:
+            raise
+        except Exception as exc:
+            return failed(exc)
 
     @app.get("/health")
     async def health() -> Response:
         return ok({"status": "healthy", "sessions": len(pool)})
 
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
     @app.get("/metadata")
     async def metadata() -> Response:
-        def build() -> dict[str, Any]:
+        def build() -> Doc:
             if not metadata_cache:
-                envs = {}
-                for env_id in env_ids:
-                    env = _make_env(env_id, {})
-                    try:
-                        envs[env_id] = {
-                            **_spaces(env),
-                            "families": llmgym.list_families(env_id),
-                        }
-                    finally:
-                        env.close()
-                metadata_cache.update(
-                    name="llmgym",
-                    version=llmgym.__version__,
-                    env_ids=env_ids,
-                    envs=envs,
-                    openenv=[f"/openenv/{e}" for e in env_ids] if config.openenv else [],
-                    limits={
-                        "max_sessions": config.max_sessions,
-                        "idle_timeout_s": config.idle_timeout_s,
-                        "max_body_bytes": config.max_body_bytes,
-                        "max_action_chars": config.max_action_chars,
-                    },
-                )
+                metadata_cache.update(_metadata(config, env_ids))
             return metadata_cache
 
-        return await handle(build)
+        try:
+            return ok(await service.run(build))
+        except Exception as exc:
+            return failed(exc)
 
     @app.post("/v1/sessions")
     async def create(request: Request) -> Response:
-        doc = await body(request, "POST /v1/sessions")
-
-        def work() -> dict[str, Any]:
-            env_id = wire.field_of(doc, "env_id", (str,))
-            if env_id is None:
-                raise wire.BadRequest("Expects 'env_id' in the body of POST /v1/sessions")
-            if env_id not in env_ids:
-                close = difflib.get_close_matches(env_id, env_ids, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise error.UnknownEnv(
-                    f"This server does not serve {env_id!r}{hint} (it serves: {', '.join(env_ids)})"
-                )
-            kwargs = wire.field_of(doc, "kwargs", (dict,), {})
-            session = pool.create(env_id, kwargs, owner(request))
-            return {"session_id": session.id, "env_id": env_id, **_spaces(session.env)}
-
-        return await handle(work, 201)
-
-    def on_session(request: Request, fn: Callable[[Session], Any]) -> Callable[[], Any]:
-        sid = request.path_params["sid"]
-        return lambda: pool.call(sid, owner(request), fn)
+        return await answer(request, service.create, await body(request, "create"), 201)
 
     @app.post("/v1/sessions/{sid}/reset")
     async def reset(request: Request) -> Response:
-        doc = await body(request, "reset")
-        seed = wire.field_of(doc, "seed", (int,))
-        options = wire.field_of(doc, "options", (dict,))
-
-        def fn(s: Session) -> dict[str, Any]:
-            obs, info = s.env.reset(seed=seed, options=options)
-            return {"observation": obs, "info": info}
-
-        return await handle(on_session(request, fn))
+        return await answer(request, service.reset, await body(request, "reset"))
 
     @app.post("/v1/sessions/{sid}/step")
     async def step(request: Request) -> Response:
-        doc = await body(request, "step")
-        if "action" not in doc:
-            return ok(wire.error_doc(wire.BadRequest("Expects 'action' in the body of step")), 400)
-        action = doc["action"]
-        if wire.action_size(action) > config.max_action_chars:
-            exc = wire.PayloadTooLarge(
-                f"The action is over the server's limit of {config.max_action_chars} characters"
-            )
-            return ok(wire.error_doc(exc), 413)
+        return await answer(request, service.step, await body(request, "step"))
 
-        def fn(s: Session) -> dict[str, Any]:
-            obs, reward, terminated, truncated, info = s.env.step(action)
-            s.steps += 1
-            return {
-                "observation": obs,
-                "reward": wire.finite(float(reward)),
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "info": info,
-            }
-
-        return await handle(on_session(request, fn))
+    @app.post("/v1/step_batch")
+    async def step_batch(request: Request) -> Response:
+        return await answer(request, service.step_batch, await body(request, "step_batch"))
 
     @app.get("/v1/sessions/{sid}/state")
     async def get_state(request: Request) -> Response:
-        return await handle(on_session(request, lambda s: {"state": _llm(s).get_state()}))
+        return await answer(request, service.get_state, {})
 
     @app.put("/v1/sessions/{sid}/state")
     async def set_state(request: Request) -> Response:
-        doc = await body(request, "set_state")
-        state = wire.field_of(doc, "state", (dict,))
-        if state is None:
-            return ok(wire.error_doc(wire.BadRequest("Expects 'state' in the body")), 400)
-
-        def fn(s: Session) -> dict[str, Any]:
-            _llm(s).set_state(wire.revive_bytes(state))
-            return {}
-
-        return await handle(on_session(request, fn))
+        return await answer(request, service.set_state, await body(request, "set_state"))
 
     @app.get("/v1/sessions/{sid}/oracle")
     async def oracle(request: Request) -> Response:
-        def fn(s: Session) -> dict[str, Any]:
-            base = _llm(s)
-            episode = base.episode
-            if episode is None:
-                raise error.ResetNeeded("Call reset before asking for the oracle")
-            try:
-                action = None if episode.done else base.oracle_action()
-            except error.ResetNeeded:
-                action = None
-            return {
-                "action": action,
-                "secrets": base.secrets(episode.task),
-                "task_reward_range": list(base.task_reward_range(episode.task)),
-            }
-
-        return await handle(on_session(request, fn))
+        return await answer(request, service.oracle, {})
 
     @app.get("/v1/sessions/{sid}/render")
     async def render(request: Request) -> Response:
-        return await handle(on_session(request, lambda s: {"render": s.env.render()}))
+        return await answer(request, service.render, {})
 
     @app.delete("/v1/sessions/{sid}")
     async def close(request: Request) -> Response:
-        sid = request.path_params["sid"]
+        return await answer(request, service.close, {})
 
-        def work() -> dict[str, Any]:
-            pool.close(sid, owner(request))
-            return {"closed": True}
-
-        return await handle(work)
+    @app.websocket("/v1/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await serve_websocket(websocket, service, str(websocket.scope["state"]["llmgym_owner"]))
 
     if config.openenv:
         from llmgym.serve.openenv_bridge import mount_openenv
 
         mount_openenv(app, env_ids, max_sessions=config.max_sessions)
 
-    return GuardedApp(guard(app, config), app)
+    return GuardedApp(observe(guard(app, config), metrics), app)
+
+
+def _metadata(config: ServeConfig, env_ids: list[str]) -> Doc:
+    import llmgym
+
+    envs = {}
+    for env_id in env_ids:
+        env = _make_env(env_id, {})
+        try:
+            envs[env_id] = {**spaces_of(env), "families": llmgym.list_families(env_id)}
+        finally:
+            env.close()
+    return {
+        "name": "llmgym",
+        "version": llmgym.__version__,
+        "env_ids": env_ids,
+        "envs": envs,
+        "openenv": [f"/openenv/{e}" for e in env_ids] if config.openenv else [],
+        "limits": {
+            "max_sessions": config.max_sessions,
+            "idle_timeout_s": config.idle_timeout_s,
+            "max_body_bytes": config.max_body_bytes,
+            "max_action_chars": config.max_action_chars,
+            "max_steps_per_s": config.max_steps_per_s,
+            "session_steps_per_s": config.session_steps_per_s,
+            "max_ws_inflight": config.max_ws_inflight,
+        },
+    }
 
 
 class GuardedApp:
-    """The served ASGI app: the token and size guard in front of the FastAPI app (``.fastapi``)."""
+    """The served ASGI app: access records and the token and size guard in front of FastAPI."""
 
-    def __init__(self, guarded: ASGIApp, fastapi: FastAPI):
-        self._guarded = guarded
+    def __init__(self, wrapped: ASGIApp, fastapi: FastAPI):
+        self._wrapped = wrapped
         self.fastapi = fastapi
 
     @property
+    def service(self) -> Service:
+        service: Service = self.fastapi.state.service
+        return service
+
+    @property
     def pool(self) -> SessionPool:
-        pool: SessionPool = self.fastapi.state.pool
-        return pool
+        return self.service.pool
+
+    @property
+    def metrics(self) -> ServeMetrics:
+        return self.service.metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._guarded(scope, receive, send)
+        await self._wrapped(scope, receive, send)
 
 
-async def _reap(pool: SessionPool) -> None:
-    assert pool.idle_timeout_s is not None
-    period = max(0.05, min(pool.idle_timeout_s / 4, 5.0))
+async def _reap(service: Service) -> None:
+    timeout = service.pool.idle_timeout_s
+    assert timeout is not None
+    period = max(0.05, min(timeout / 4, 5.0))
     while True:
         await asyncio.sleep(period)
-        await run_in_threadpool(pool.expire_idle)
+        await service.run(service.pool.expire_idle)

@@ -1,11 +1,14 @@
-"""The ``llmgym serve`` command: registered envs over HTTP (and OpenEnv's WebSocket)."""
+"""The ``llmgym serve`` command: registered envs over HTTP and WebSocket (and OpenEnv's routes)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llmgym.serve.app import ServeConfig
 
 
 def add_subparsers(subparsers: Any) -> None:
@@ -13,9 +16,11 @@ def add_subparsers(subparsers: Any) -> None:
         "serve",
         help="serve envs over HTTP with sessions (and OpenEnv's protocol)",
         description="Serve registered envs (built-in, declarative via --spec, plugins) over HTTP: "
-        "sessions with reset, step, get/set state and close at /v1/sessions, plus OpenEnv's "
-        "server for each env at /openenv/<ENV_ID> when openenv-core is installed. Binds "
-        "loopback by default; any other host needs --token (or LLMGYM_SERVE_TOKEN).",
+        "sessions with reset, step, get/set state and close at /v1/sessions, batch steps at "
+        "/v1/step_batch, the same ops over one WebSocket at /v1/ws, Prometheus metrics at "
+        "/metrics, plus OpenEnv's server for each env at /openenv/<ENV_ID> when openenv-core is "
+        "installed. Binds loopback by default; any other host needs --token (or "
+        "LLMGYM_SERVE_TOKEN).",
     )
     p.add_argument("envs", nargs="*", metavar="ENV_ID", help="envs to serve (default: all)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -34,6 +39,65 @@ def add_subparsers(subparsers: Any) -> None:
     p.add_argument("--max-body-bytes", type=int, default=8 << 20, help="largest request body")
     p.add_argument("--max-action-chars", type=int, default=1 << 20, help="largest action")
     p.add_argument(
+        "--workers",
+        type=int,
+        default=32,
+        help="threads that run env calls (create, reset, step...): how many env calls run at "
+        "once (default 32; one process and one event loop serve all connections)",
+    )
+    p.add_argument(
+        "--max-steps-per-s",
+        type=float,
+        default=None,
+        help="steps per second, all sessions together (over it: 429 with Retry-After)",
+    )
+    p.add_argument(
+        "--session-steps-per-s",
+        type=float,
+        default=None,
+        help="steps per second of each session (over it: 429 with Retry-After)",
+    )
+    p.add_argument(
+        "--max-rss-mb",
+        type=float,
+        default=None,
+        help="refuse new sessions (503) while the server's resident memory is over this",
+    )
+    p.add_argument(
+        "--allow-kwarg",
+        action="append",
+        default=[],
+        metavar="ENV_ID:NAME",
+        help="let clients pass the env kwarg NAME to ENV_ID ('*:NAME': every env), beyond the "
+        "safe default (repeatable); kwargs that reach the host (tasks paths, sandbox, "
+        "verifier, prompt_template, models...) are refused unless allowed here",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin (https://host:port) allowed to call a server without a token",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        help="open connections at once, HTTP and WebSocket (past it: 503)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        help="seconds for a request's headers and body to arrive (slow clients are cut off)",
+    )
+    p.add_argument(
+        "--log-json",
+        action="store_true",
+        help="log one JSON line per request (HTTP and WebSocket op) to stderr: route, status, "
+        "latency, session and env ids (never tokens or actions); default: no access log",
+    )
+    p.add_argument(
         "--openenv",
         choices=("auto", "on", "off"),
         default="auto",
@@ -43,21 +107,41 @@ def add_subparsers(subparsers: Any) -> None:
     p.set_defaults(func=_cmd_serve)
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from llmgym import error
-    from llmgym.serve.app import ServeConfig
-    from llmgym.serve.server import Server, tokens_from
+SERVE_MODULES = ("fastapi", "uvicorn", "prometheus_client")
+"""What ``llmgym serve`` imports (the ``serve`` extra)."""
 
-    if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
+
+def allowed_kwargs(flags: list[str]) -> dict[str, list[str]]:
+    """``--allow-kwarg ENV_ID:NAME`` flags as ``{env_id: [names]}`` (the last ':' splits)."""
+    from llmgym import error
+
+    table: dict[str, list[str]] = {}
+    for flag in flags:
+        env_id, sep, name = flag.rpartition(":")
+        if not sep or not env_id or not name.isidentifier():
+            raise error.Error(f"Expects --allow-kwarg ENV_ID:NAME (or '*:NAME'), actual: {flag!r}")
+        table.setdefault(env_id, []).append(name)
+    return table
+
+
+def config_from(args: argparse.Namespace) -> ServeConfig:
+    """The server's config from the command's flags (checking the ``serve`` extra is there)."""
+    from llmgym import error
+
+    missing = [m for m in SERVE_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
         raise error.DependencyNotInstalled(
-            "llmgym serve needs FastAPI and uvicorn: pip install 'llmgym[serve]'"
+            f"llmgym serve needs {', '.join(missing)}: pip install 'llmgym[serve]'"
         )
+    from llmgym.serve.app import ServeConfig
+    from llmgym.serve.server import tokens_from
+
     has_openenv = importlib.util.find_spec("openenv") is not None
     if args.openenv == "on" and not has_openenv:
         raise error.DependencyNotInstalled(
             "--openenv on needs openenv-core: pip install 'llmgym[serve]'"
         )
-    config = ServeConfig(
+    return ServeConfig(
         env_ids=list(args.envs),
         tokens=tokens_from(args.token),
         max_sessions=args.max_sessions,
@@ -65,7 +149,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         max_action_chars=args.max_action_chars,
         openenv=args.openenv == "on" or (args.openenv == "auto" and has_openenv),
+        workers=args.workers,
+        max_steps_per_s=args.max_steps_per_s,
+        session_steps_per_s=args.session_steps_per_s,
+        max_rss_mb=args.max_rss_mb,
+        allow_kwargs=allowed_kwargs(args.allow_kwarg),
+        allowed_origins=list(args.allow_origin),
+        max_connections=args.max_connections,
+        request_timeout_s=args.request_timeout,
     )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    from llmgym.serve.logs import enable_json_logs
+    from llmgym.serve.server import Server
+
+    if args.log_json:
+        enable_json_logs()
     server = Server(config, host=args.host, port=args.port)
     print(f"llmgym serve: listening on {server.url}", flush=True)
     print(
@@ -78,5 +179,5 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         server.run()
     finally:
         server.sock.close()
-        server.app.pool.close_all()
+        server.app.service.shutdown()
     return 0

@@ -1,8 +1,12 @@
-"""Run the served app with uvicorn: on a socket bound here (port 0 picks a free one)."""
+"""Run the served app with uvicorn: on a socket bound here (port 0 picks a free one).
+
+uvicorn runs with the app's connection cap (``limit_concurrency``), its frame cap
+(``ws_max_size``) and the request deadline of :mod:`llmgym.serve.deadline` against slow
+clients. One process, one event loop; env calls run on the app's own threads.
+"""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import threading
@@ -10,19 +14,12 @@ import time
 from typing import Any
 
 from llmgym import error
-from llmgym.serve.app import ServeConfig, create_app
+from llmgym.serve.app import ServeConfig, create_app, is_loopback
+from llmgym.serve.deadline import deadline_protocol
+from llmgym.serve.sessions import SessionPool
 
 TOKEN_ENV = "LLMGYM_SERVE_TOKEN"
 """Client tokens (comma-separated) when ``--token`` is not given."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, tokens: list[str]) -> None:
@@ -59,19 +56,39 @@ def url_of(sock: socket.socket) -> str:
 class Server:
     """A uvicorn server on its own socket; ``start()`` in a thread, ``stop()`` ends it.
 
+    ``pool``: a :class:`SessionPool` (subclass) to serve with; ``http``: uvicorn's HTTP parser
+    (``auto``: httptools when installed, else ``h11``); other keywords go to ``uvicorn.Config``.
+
     >>> srv = Server(ServeConfig(env_ids=["llm/Math-v0"]))  # doctest: +SKIP
     >>> srv.start(); srv.url  # doctest: +SKIP
     'http://127.0.0.1:40123'
     """
 
-    def __init__(self, config: ServeConfig, host: str = "127.0.0.1", port: int = 0, **uvicorn: Any):
+    def __init__(
+        self,
+        config: ServeConfig,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        pool: SessionPool | None = None,
+        http: str = "auto",
+        **uvicorn: Any,
+    ):
         import uvicorn as uv
 
         check_bind(host, config.tokens)
-        self.app = create_app(config)
+        self.app = create_app(config, pool=pool)
         self.sock = bind(host, port)
         self.url = url_of(self.sock)
-        options = {"log_level": "warning", "access_log": False, "lifespan": "on", **uvicorn}
+        options = {
+            "log_level": "warning",
+            "access_log": False,
+            "lifespan": "on",
+            "http": deadline_protocol(config.request_timeout_s, http),
+            "limit_concurrency": config.max_connections,
+            "ws_max_size": config.max_body_bytes,
+            **uvicorn,
+        }
         self.server = uv.Server(uv.Config(self.app, **options))
         self._thread: threading.Thread | None = None
 
@@ -95,7 +112,7 @@ class Server:
         if self._thread is not None:
             self._thread.join(timeout_s)
         self.sock.close()
-        self.app.pool.close_all()
+        self.app.service.shutdown()
 
     def __enter__(self) -> Server:
         return self.start()

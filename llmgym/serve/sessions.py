@@ -12,6 +12,7 @@ import hashlib
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,11 @@ class SessionPool:
 
     ``make(env_id, kwargs)`` builds an env; it runs outside the pool's lock, so a slow
     constructor does not hold up other clients. Every method is safe from any thread.
+
+    Subclasses may place envs elsewhere (Ray actors): :meth:`make_env` receives the session
+    id drawn by :meth:`new_session_id` before the env is built; ``created_per_env`` and
+    ``expired_per_env`` (what ``/metrics`` reports) are kept by :meth:`create` and
+    :meth:`expire_idle`, so an override that does not call them keeps them itself.
     """
 
     def __init__(
@@ -84,10 +90,20 @@ class SessionPool:
         self._lock = threading.Lock()
         self.created = 0
         self.expired = 0
+        self.created_per_env: Counter[str] = Counter()
+        self.expired_per_env: Counter[str] = Counter()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+    def new_session_id(self) -> str:
+        """A fresh, unguessable session id (a session's id is all a client names it by)."""
+        return secrets.token_urlsafe(18)
+
+    def make_env(self, env_id: str, kwargs: dict[str, Any], session_id: str) -> gym.Env[Any, Any]:
+        """The env of a new session (``session_id`` is for overrides that place it elsewhere)."""
+        return self._make(env_id, kwargs)
 
     def create(self, env_id: str, kwargs: dict[str, Any], owner: str) -> Session:
         with self._lock:
@@ -97,15 +113,17 @@ class SessionPool:
                     "(DELETE /v1/sessions/ID) or start the server with a higher --max-sessions"
                 )
             self._reserved += 1
+        session_id = self.new_session_id()
         try:
-            env = self._make(env_id, kwargs)
+            env = self.make_env(env_id, kwargs, session_id)
         finally:
             with self._lock:
                 self._reserved -= 1
-        session = Session(id=secrets.token_urlsafe(18), env_id=env_id, owner=owner, env=env)
+        session = Session(id=session_id, env_id=env_id, owner=owner, env=env)
         with self._lock:
             self._sessions[session.id] = session
             self.created += 1
+            self.created_per_env[env_id] += 1
         return session
 
     def get(self, session_id: str, owner: str) -> Session:
@@ -156,7 +174,9 @@ class SessionPool:
             ]
         for session in stale:
             self._discard(session)
-        self.expired += len(stale)
+        with self._lock:
+            self.expired += len(stale)
+            self.expired_per_env.update(s.env_id for s in stale)
         return len(stale)
 
     def close_all(self) -> None:

@@ -33,6 +33,10 @@ class Unauthorized(ServeError):
     status = 401
 
 
+class Forbidden(ServeError):
+    status = 403
+
+
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -73,14 +77,20 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, default=_default, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def loads(text: str | bytes, what: str) -> Any:
+    """JSON, or ``BadRequest`` naming ``what`` (nesting deeper than Python's recursion limit
+    included: the decoder recurses)."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise BadRequest(f"{what} is not valid JSON: {e}") from None
+
+
 def loads_object(body: bytes, what: str) -> dict[str, Any]:
     """The JSON object of a request body (an empty body is ``{}``)."""
     if not body.strip():
         return {}
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadRequest(f"The body of {what} is not valid JSON: {e}") from None
+    doc = loads(body, f"The body of {what}")
     if not isinstance(doc, dict):
         raise BadRequest(
             f"Expects a JSON object as the body of {what}, actual: {type(doc).__name__}"
@@ -106,7 +116,20 @@ def action_size(action: Any) -> int:
 
 
 def error_doc(exc: BaseException) -> dict[str, Any]:
-    return {"error": {"type": type(exc).__name__, "message": str(exc)}}
+    """``{"error": {"type", "message"}}``, plus ``retry_after_s`` for a rate-limit refusal."""
+    doc: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    retry_after = getattr(exc, "retry_after_s", None)
+    if isinstance(retry_after, float):
+        doc["retry_after_s"] = round(retry_after, 3)
+    return {"error": doc}
+
+
+def failure(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and error document of an exception raised while serving a request."""
+    status = status_of(exc)
+    if status == 500:  # a bug or an env's own crash: say what it was, under llmgym's error type
+        exc = error.Error(f"{type(exc).__name__}: {exc}")
+    return status, error_doc(exc)
 
 
 def status_of(exc: BaseException) -> int:

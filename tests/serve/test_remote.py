@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from llmgym import error, remote
 from llmgym.checks import check_env
-from llmgym.serve import Server
+from llmgym.serve import ServeConfig, Server
 
 from .conftest import DECLARATIVE_ID
 
@@ -78,3 +80,19 @@ def test_errors_come_back_as_the_envs_own(server: Server) -> None:
         env.close()
     with pytest.raises(error.UnknownEnv, match="did you mean 'llm/Math-v0'"):
         remote.make(server.url, "llm/Maths-v0")
+
+
+def test_a_step_after_the_server_closed_an_idle_connection_is_sent_on_a_new_one() -> None:
+    """uvicorn closes a kept-alive connection idle past its keep-alive; a step sent on it would
+    fail (and a step is never sent twice), so the client must see the close and reconnect."""
+    srv = Server(ServeConfig(env_ids=["llm/Math-v0"]), timeout_keep_alive=1).start()
+    try:
+        env = remote.make(srv.url, "llm/Math-v0")
+        env.reset(seed=0)
+        time.sleep(1.5)  # past the server's keep-alive, within the client's idle limit
+        action = env.oracle_action()
+        time.sleep(1.5)
+        assert env.step(action)[1] == 1.0
+        env.close()
+    finally:
+        srv.stop()

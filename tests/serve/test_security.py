@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import time
 import urllib.parse
+from typing import Any
 
 import pytest
+from websockets.sync.client import connect
 
+import llmgym
 from llmgym import error, remote
-from llmgym.serve import Server
+from llmgym.serve import ServeConfig, Server
+from llmgym.serve.cli import allowed_kwargs, config_from
+from llmgym.serve.envargs import KwargPolicy
+from llmgym.serve.limits import TokenBucket
 from llmgym.serve.server import check_bind
 
-from .conftest import TOKENS
+from .conftest import DECLARATIVE_ID, TOKENS, http, ws_url
 
 ALICE, BOB = TOKENS
 
 
 def _raw(server: Server, method: str, path: str, body: bytes | None, token: str | None = ALICE):
-    parts = urllib.parse.urlsplit(server.url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        response = conn.getresponse()
-        return response.status, json.loads(response.read() or b"{}")
-    finally:
-        conn.close()
+    status, _, doc = http(server, method, path, body, token)
+    return status, doc
 
 
 def test_unauthenticated_calls_are_refused(secure_server: Server) -> None:
@@ -61,6 +58,8 @@ def test_another_clients_token_cannot_touch_a_session(secure_server: Server) -> 
 
 def test_bad_requests_get_clear_4xx(secure_server: Server) -> None:
     status, doc = _raw(secure_server, "POST", "/v1/sessions", b"{not json")
+    assert status == 400 and "not valid JSON" in doc["error"]["message"]
+    status, doc = _raw(secure_server, "POST", "/v1/sessions", b"[" * 60_000)
     assert status == 400 and "not valid JSON" in doc["error"]["message"]
     status, doc = _raw(secure_server, "POST", "/v1/sessions", b"[1, 2]")
     assert status == 400 and "JSON object" in doc["error"]["message"]
@@ -125,3 +124,187 @@ def test_non_loopback_bind_needs_a_token() -> None:
     check_bind("0.0.0.0", ["t"])
     check_bind("127.0.0.1", [])
     check_bind("::1", [])
+
+
+# --- env kwargs: what a client may pass to an env's constructor -----------------------------
+
+
+def test_kwargs_that_reach_the_host_are_refused(server: Server) -> None:
+    for env_id, kwargs, words in (
+        ("llm/Math-v0", {"tasks": "/etc/passwd"}, "reads host files"),
+        ("llm/Math-v0", {"reward_model": "/root/model"}, "--allow-kwarg llm/Math-v0:reward_model"),
+        (DECLARATIVE_ID, {"verifier": "os:system"}, "runs host code"),
+        (DECLARATIVE_ID, {"prompt_template": "{prompt.__class__.__init__.__globals__}"}, "format"),
+        (DECLARATIVE_ID, {"extract": "regex:(a+)+$"}, "backtrack"),
+        ("llm/ToolCalling-v0", {"bogus": 1}, "it takes:"),
+        ("llm/Math-v0", {"max_episode_steps": 1}, "it takes:"),  # gym.make's, not the env's
+        ("llm/Math-v0", {"family": [[[[["deep"]]]]]}, "plain JSON"),
+    ):
+        status, _, doc = http(server, "POST", "/v1/sessions", {"env_id": env_id, "kwargs": kwargs})
+        assert status == 400 and doc["error"]["type"] == "KwargRefused", (kwargs, doc)
+        assert words in doc["error"]["message"], (kwargs, doc)
+    assert len(server.app.pool) == 0
+
+
+def test_safe_kwargs_pass_and_the_operator_can_allow_more(start_server: Any) -> None:
+    family = llmgym.list_families("llm/Math-v0")[0]
+    srv = start_server(
+        ServeConfig(
+            env_ids=["llm/Math-v0", DECLARATIVE_ID],
+            allow_kwargs={DECLARATIVE_ID: ["prompt_template"]},
+        )
+    )
+    env = remote.make(srv.url, "llm/Math-v0", family=family, max_turns=2)
+    try:
+        assert env.reset(seed=0)[1]["family"] == family
+    finally:
+        env.close()
+    template = {"prompt_template": "Q: {prompt}"}
+    status, _, doc = http(
+        srv, "POST", "/v1/sessions", {"env_id": DECLARATIVE_ID, "kwargs": template}
+    )
+    assert status == 201
+    http(srv, "DELETE", f"/v1/sessions/{doc['session_id']}")
+    with pytest.raises(error.Error, match="does not serve"):
+        KwargPolicy(["llm/Math-v0"], {"llm/Coding-v0": ["tasks"]})
+    everywhere = KwargPolicy(["llm/Math-v0", DECLARATIVE_ID], {"*": ["tasks"]})
+    assert all("tasks" in everywhere.allowed(e) for e in ("llm/Math-v0", DECLARATIVE_ID))
+    assert "sandbox" not in everywhere.allowed("llm/Math-v0")
+    assert allowed_kwargs(["llm/Math-v0:tasks", "*:sandbox"]) == {
+        "llm/Math-v0": ["tasks"],
+        "*": ["sandbox"],
+    }
+    with pytest.raises(error.Error, match="ENV_ID:NAME"):
+        allowed_kwargs(["tasks"])
+
+
+# --- rates, memory, connections ----------------------------------------------------------------
+
+
+def _step(server: Server, sid: str, token: str | None = None) -> tuple[int, dict, Any]:
+    return http(server, "POST", f"/v1/sessions/{sid}/step", {"action": "1"}, token)
+
+
+def _new(server: Server, env_id: str = "llm/Math-v0") -> str:
+    status, _, doc = http(server, "POST", "/v1/sessions", {"env_id": env_id})
+    assert status == 201, doc
+    http(server, "POST", f"/v1/sessions/{doc['session_id']}/reset", {"seed": 0})
+    return str(doc["session_id"])
+
+
+def test_steps_over_the_server_rate_get_429_with_retry_after(start_server: Any) -> None:
+    srv = start_server(ServeConfig(env_ids=[DECLARATIVE_ID], max_steps_per_s=0.2))
+    first, second = _new(srv, DECLARATIVE_ID), _new(srv, DECLARATIVE_ID)
+    assert _step(srv, first)[0] == 200  # the one token of the bucket
+    status, headers, doc = _step(srv, second)
+    assert status == 429 and doc["error"]["type"] == "RateLimited"
+    assert int(headers["retry-after"]) >= 1 and doc["error"]["retry_after_s"] > 0
+    assert "--max-steps-per-s" in doc["error"]["message"]
+    assert _step(srv, "no-such-session")[0] == 429  # refused before any lookup
+
+
+def test_steps_over_a_sessions_rate_get_429_and_other_sessions_go_on(start_server: Any) -> None:
+    srv = start_server(ServeConfig(env_ids=[DECLARATIVE_ID], session_steps_per_s=0.2))
+    busy, other = _new(srv, DECLARATIVE_ID), _new(srv, DECLARATIVE_ID)
+    assert _step(srv, busy)[0] == 200
+    http(srv, "POST", f"/v1/sessions/{busy}/reset", {"seed": 1})  # resets are not rate-limited
+    status, headers, doc = _step(srv, busy)
+    assert status == 429 and "--session-steps-per-s" in doc["error"]["message"]
+    assert "retry-after" in headers
+    assert _step(srv, other)[0] == 200
+    with connect(ws_url(srv)) as ws:
+        ws.send(json.dumps({"id": 1, "op": "step", "session_id": busy, "action": "1"}))
+        reply = json.loads(ws.recv(timeout=60))
+    assert reply["status"] == 429 and reply["error"]["retry_after_s"] > 0
+
+
+def test_new_sessions_are_refused_over_the_memory_ceiling(start_server: Any) -> None:
+    srv = start_server(ServeConfig(env_ids=["llm/Math-v0"], max_rss_mb=1))
+    status, _, doc = http(srv, "POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+    assert status == 503 and doc["error"]["type"] == "OutOfMemory"
+    assert "--max-rss-mb" in doc["error"]["message"] and len(srv.app.pool) == 0
+
+
+def test_connections_past_the_cap_get_503(start_server: Any) -> None:
+    srv = start_server(ServeConfig(env_ids=["llm/Math-v0"], max_connections=3))
+    parts = urllib.parse.urlsplit(srv.url)
+    idle = [socket.create_connection((parts.hostname, parts.port), timeout=30) for _ in range(2)]
+    try:
+        connections = srv.server.server_state.connections
+        deadline = time.monotonic() + 30
+        while len(connections) < 2:  # the server has accepted them
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert http(srv, "GET", "/metadata")[0] == 503
+    finally:
+        for sock in idle:
+            sock.close()
+    deadline = time.monotonic() + 30
+    while http(srv, "GET", "/health")[0] != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_web_pages_of_other_sites_are_refused_without_tokens(start_server: Any) -> None:
+    srv = start_server(
+        ServeConfig(env_ids=["llm/Math-v0"], allowed_origins=["https://lab.example"])
+    )
+    body = {"env_id": "llm/Math-v0"}
+    status, _, doc = http(
+        srv, "POST", "/v1/sessions", body, headers={"Origin": "http://evil.example"}
+    )
+    assert status == 403 and doc["error"]["type"] == "Forbidden"
+    # DNS rebinding: the page's own origin, but not a loopback host
+    rebound = {"Origin": "http://evil.example:80", "Host": "evil.example:80"}
+    assert http(srv, "POST", "/v1/sessions", body, headers=rebound)[0] == 403
+    assert len(srv.app.pool) == 0
+    for origin in (srv.url, "https://lab.example"):
+        status, _, doc = http(srv, "POST", "/v1/sessions", body, headers={"Origin": origin})
+        assert status == 201
+        http(srv, "DELETE", f"/v1/sessions/{doc['session_id']}")
+
+
+def test_the_command_line_flags_set_the_limits() -> None:
+    from llmgym.cli import build_parser
+
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "llm/Math-v0",
+            "--workers",
+            "3",
+            "--max-steps-per-s",
+            "50",
+            "--session-steps-per-s",
+            "5",
+            "--max-rss-mb",
+            "4096",
+            "--allow-kwarg",
+            "llm/Math-v0:tasks",
+            "--allow-origin",
+            "https://lab.example",
+            "--max-connections",
+            "100",
+            "--request-timeout",
+            "7",
+            "--log-json",
+        ]
+    )
+    config = config_from(args)
+    assert (config.workers, config.max_steps_per_s, config.session_steps_per_s) == (3, 50, 5)
+    assert (config.max_rss_mb, config.max_connections, config.request_timeout_s) == (4096, 100, 7)
+    assert config.allow_kwargs == {"llm/Math-v0": ["tasks"]}
+    assert config.allowed_origins == ["https://lab.example"] and args.log_json
+    defaults = config_from(build_parser().parse_args(["serve"]))
+    assert defaults.max_steps_per_s is None and defaults.max_rss_mb is None
+    assert defaults.allow_kwargs == {} and defaults.workers == 32
+
+
+def test_token_buckets_refill_at_their_rate() -> None:
+    bucket = TokenBucket(2.0)  # two a second, two saved up at most
+    start = bucket.stamp
+    assert bucket.take(start) == 0.0 and bucket.take(start) == 0.0
+    assert bucket.take(start) == pytest.approx(0.5)
+    assert bucket.take(start + 0.5) == 0.0
+    assert bucket.take(start - 5.0) == pytest.approx(0.5)  # a clock read earlier refills nothing
+    assert bucket.full(start + 10.0) and bucket.tokens == 2.0
