@@ -24,10 +24,13 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from llmgym import error
 from llmgym.tasks import Family, Task, draft, stable_seed
 from llmgym.toolspecs import function_spec, validate_arguments
+
+T = TypeVar("T")
 
 TODAY = "2024-03-15"
 """The scenarios' fixed 'today' (a Friday), so tasks never depend on the clock."""
@@ -374,6 +377,21 @@ class Planner:
     def q(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return rows(self.db, sql, params)
 
+    def choose(self, options: Sequence[T]) -> T:
+        """One of ``options`` (drawn as ``rng.choice`` draws); none means this seeded world has
+        nothing to ask of this family, and the task is planned again in a new world."""
+        if not options:
+            raise NoTask("no candidate in this seeded database")
+        return self.rng.choice(options)
+
+
+class NoTask(Exception):
+    """A planner found nothing to build a task from in its seeded database."""
+
+
+WORLD_REDRAWS = 20
+"""Worlds a family may try before its task build fails (each is a fresh seeded database)."""
+
 
 Generator = Callable[[Planner], str]
 
@@ -397,8 +415,15 @@ def family(
         if difficulty >= 0.5 and distractor_modules:
             extra = rng.choice(sorted(set(distractor_modules) - set(mods)))
             mods.append(extra)
-        planner = Planner(mods, rng.getrandbits(62), rng, difficulty)
-        prompt = generate(planner)
+        for _ in range(WORLD_REDRAWS):  # the first world almost always serves: same draws
+            planner = Planner(mods, rng.getrandbits(62), rng, difficulty)
+            try:
+                prompt = generate(planner)
+                break
+            except NoTask:
+                planner.db.close()
+        else:
+            raise error.Error(f"Tool family {name!r} found no task in {WORLD_REDRAWS} databases")
         used = planner.tools_used()
         pool = sorted({fn.__name__ for m in mods for fn in module(m).tools} - set(used))
         rng.shuffle(pool)

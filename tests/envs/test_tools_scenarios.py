@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pkgutil
+import random
 import subprocess
 import sys
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
+import llmgym
 from llmgym.envs.tools import families, scenario
 from llmgym.envs.tools.families.calc import arithmetic
 from llmgym.rewards.tools import validate_arguments
@@ -222,3 +225,33 @@ def test_importing_one_domain_module_first_leaves_every_tool_reachable(first: st
 def test_every_family_module_is_tried_first() -> None:
     tried = {name.rsplit(".", 1)[1] for name in FIRST_IMPORTS[1:]}
     assert tried == {m.name for m in families.MODULES} | {"workflows", "function_calls"}
+
+
+@pytest.mark.parametrize(
+    ("family", "seed", "difficulty"),
+    [(None, 1023, None), (None, 1224, None), (None, 2489, None), ("orders_cancel", 135, 5 / 6)],
+)
+def test_a_world_with_nothing_to_ask_is_redrawn_not_a_crash(
+    family: str | None, seed: int, difficulty: float | None
+) -> None:
+    """These seeds drew databases where the family's planner had no candidate (no department
+    small enough for a whole-department raise; no customer whose latest order had shipped):
+    reset raised IndexError, and a served client got a 500. The task is planned in a new world."""
+    env = gym.make("llm/ToolCalling-v0", **({"family": family} if family else {}))
+    options = None if difficulty is None else {"difficulty": difficulty}
+    _, info = env.reset(seed=seed, options=options)
+    total, done = 0.0, False
+    while not done:
+        _, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
+        total += float(reward)
+        done = terminated or truncated
+    assert info["is_success"] and total == pytest.approx(1.0)
+
+
+def test_a_family_that_never_finds_a_task_fails_clearly() -> None:
+    def nothing(p: scenario.Planner) -> str:
+        return p.choose([])
+
+    fam = scenario.family("nothing", ["hr"], nothing, "never builds")
+    with pytest.raises(llmgym.error.Error, match="no task in 20 databases"):
+        fam.generate(random.Random(0), 0.0)

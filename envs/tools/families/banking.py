@@ -230,7 +230,7 @@ def _owners(p: Planner) -> list[str]:
 
 
 def _transfer(p: Planner) -> str:
-    owner = p.rng.choice(_owners(p))
+    owner = p.choose(_owners(p))
     accs = {r["kind"]: r for r in p.q("SELECT * FROM accounts WHERE owner = ?", (owner,))}
     check = accs["checking"]
     p.call("find_accounts", owner=owner)
@@ -277,7 +277,7 @@ def _transfer(p: Planner) -> str:
 
 
 def _statement(p: Planner) -> str:
-    owner = p.rng.choice(_owners(p))
+    owner = p.choose(_owners(p))
     check = p.q("SELECT * FROM accounts WHERE owner = ? AND kind = 'checking'", (owner,))[0]
     paid = p.q(
         "SELECT t.*, a.owner AS payee FROM transfers t JOIN accounts a ON a.account_id = t.to_account "
@@ -293,7 +293,7 @@ def _statement(p: Planner) -> str:
             f"How much did {owner} pay from their checking account to City Power this month? "
             "Answer with the total in dollars."
         )
-    payee = p.rng.choice(payees)
+    payee = p.choose(payees)
     total = sum(t["amount_cents"] for t in paid if t["payee"] == payee)
     p.fact(money(total))
     ask = f"How much did {owner} pay from their checking account to {payee} this month in total?"

@@ -203,8 +203,8 @@ def _followup(p: Planner) -> str:
     company = COMPANIES[cid - 1]
     contacts = p.q("SELECT * FROM contacts WHERE company_id = ? ORDER BY contact_id", (cid,))
     deals = p.q("SELECT * FROM deals WHERE company_id = ? ORDER BY deal_id", (cid,))
-    deal = p.rng.choice(deals)
-    spoke = p.rng.choice(contacts)
+    deal = p.choose(deals)
+    spoke = p.choose(contacts)
     stage = STAGES[min(STAGES.index(deal["stage"]) + 1, 4)]
     found = p.call("find_company", name=company)
     assert found[0]["company_id"] == cid

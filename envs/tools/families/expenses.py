@@ -270,7 +270,7 @@ def _review(p: Planner) -> str:
         "FROM reports r WHERE status = 'pending' ORDER BY report_id"
     )
     if p.difficulty < 0.5:
-        rep = p.rng.choice(pending)
+        rep = p.choose(pending)
         total = review(p, rep["report_id"])
         p.fact(money(total))
         return (

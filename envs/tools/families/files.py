@@ -209,7 +209,7 @@ def _organize(p: Planner) -> str:
         )
     ]
     for _ in range(50):
-        user = p.rng.choice(users)
+        user = p.choose(users)
         ext = p.rng.choice((".log", ".txt", ".csv"))
         src = f"/home/{user}/downloads"
         files = [
@@ -255,7 +255,7 @@ def _notes(p: Planner) -> str:
             "AND path NOT LIKE '/home/%/%' ORDER BY path"
         )
     ]
-    user = p.rng.choice(users)
+    user = p.choose(users)
     docs = f"/home/{user}/docs"
     files = p.q(
         "SELECT path, length(content) AS size FROM nodes WHERE path LIKE ? AND kind = 'file' ORDER BY path",

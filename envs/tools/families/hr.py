@@ -260,7 +260,7 @@ def _contact(p: Planner) -> str:
         counts[e["n"]] = counts.get(e["n"], 0) + 1
     ambiguous = p.difficulty >= 0.4
     pool = [e for e in staff if (counts[e["full_name"]] > 1) == ambiguous]
-    target = p.rng.choice(pool)
+    target = p.choose(pool)
     name = target["full_name"]
     found = p.call("search_employees", name=name)
     assert any(r["emp_id"] == target["emp_id"] for r in found)
@@ -296,7 +296,7 @@ def _raise(p: Planner) -> str:
             on_leave = len(group) - len(eligible)
             if eligible and len(group) <= 8 and (not whole or on_leave > 0 or p.difficulty < 0.8):
                 options.append((dept_name, title, eligible))
-    dept_name, title, eligible = p.rng.choice(options)
+    dept_name, title, eligible = p.choose(options)
     p.call("list_department", department=dept_name)
     total = 0
     with p.parallel():

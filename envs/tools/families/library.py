@@ -232,7 +232,7 @@ def _unique_members(p: Planner) -> list[dict[str, Any]]:
 def _borrow(p: Planner) -> str:
     fined = p.difficulty >= 0.5
     pool = [m for m in _unique_members(p) if (m["fines_cents"] > 0) == fined and m["n"] <= 1]
-    member = p.rng.choice(pool)
+    member = p.choose(pool)
     books = [
         b for b in p.q("SELECT * FROM books ORDER BY book_id") if _available(p.db, b["book_id"]) > 0
     ]
@@ -255,7 +255,7 @@ def _borrow(p: Planner) -> str:
 
 def _returns(p: Planner) -> str:
     pool = [m for m in _unique_members(p) if m["n"] >= 1 + (p.difficulty >= 0.5)]
-    member = p.rng.choice(pool)
+    member = p.choose(pool)
     loans = p.q(
         "SELECT * FROM loans WHERE member_id = ? AND returned_day IS NULL ORDER BY loan_id",
         (member["member_id"],),

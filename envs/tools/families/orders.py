@@ -299,7 +299,7 @@ def _unique_customers(p: Planner) -> list[dict[str, Any]]:
 
 
 def _place(p: Planner) -> str:
-    customer = p.rng.choice(_unique_customers(p))
+    customer = p.choose(_unique_customers(p))
     products = p.q("SELECT * FROM products ORDER BY sku")
     in_stock = [x for x in products if x["stock"] >= 3]
     k = 1 + round(p.difficulty * 2)
@@ -308,7 +308,7 @@ def _place(p: Planner) -> str:
     if p.difficulty >= 0.6:
         out = [x for x in products if x["stock"] == 0]
         if out:
-            skipped = [p.rng.choice(out)]
+            skipped = [p.choose(out)]
     found = p.call("find_customer", name=customer["name"])
     assert found[0]["cust_id"] == customer["cust_id"] and len(found) == 1
     lines, items = [], []
@@ -345,7 +345,7 @@ def _cancel(p: Planner) -> str:
             status in ("shipped", "delivered") and want_shipped
         ):
             options.append((c, latest[0]))
-    customer, order = p.rng.choice(options)
+    customer, order = p.choose(options)
     p.call("find_customer", name=customer["name"])
     p.call("list_orders", customer_id=customer["cust_id"])
     if order["status"] == "placed":

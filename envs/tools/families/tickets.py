@@ -245,7 +245,7 @@ def _triage(p: Planner) -> str:
             key=lambda cw: len(cw[1]) or 99,
         )
     else:
-        cat, waiting = p.rng.choice(options)
+        cat, waiting = p.choose(options)
     p.call("list_tickets", status="open", category=cat, unassigned_only=True)
     p.call("list_agents")
     names = []

@@ -155,7 +155,7 @@ def _consolidate(p: Planner) -> str:
         )
         if len(spots) >= 2:
             options.append((sku, spots))
-    sku, spots = p.rng.choice(options)
+    sku, spots = p.choose(options)
     spots = spots[: 2 + round(p.difficulty * 2)]
     zone = p.rng.choice(ZONES)
     bins = p.q("SELECT bin_id, capacity FROM bins WHERE zone = ? ORDER BY bin_id", (zone,))

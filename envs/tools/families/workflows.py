@@ -23,7 +23,7 @@ def _refund(p: Planner) -> str:
             big = latest[0]["total_cents"] > LIMIT_CENTS
             if big == (p.difficulty >= 0.6) or not options:
                 options.append((c, latest[0]))
-    customer, order = p.rng.choice(options)
+    customer, order = p.choose(options)
     p.call("find_customer", name=customer["name"])
     p.call("list_orders", customer_id=customer["cust_id"])
     p.call("cancel_order", order_id=order["order_id"])
@@ -105,7 +105,7 @@ def _onboarding(p: Planner) -> str:
 
 def _trip_expense(p: Planner) -> str:
     claimants = [r["emp_name"] for r in p.q("SELECT emp_name FROM claimants ORDER BY emp_name")]
-    traveler = p.rng.choice(claimants)
+    traveler = p.choose(claimants)
     for _ in range(100):
         origin, dest = p.rng.sample(travel.CITIES, 2)
         day = p.rng.choice(travel.DAYS)
