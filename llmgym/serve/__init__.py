@@ -5,8 +5,9 @@
 ...     env = llmgym.remote.make(srv.url, "llm/Math-v0")
 
 Needs the ``serve`` extra (FastAPI, uvicorn, prometheus-client; openenv-core for OpenEnv's
-routes): without it, importing this package raises ``DependencyNotInstalled``. The client,
-:mod:`llmgym.remote`, needs only the standard library.
+routes): without it, importing this package raises ``DependencyNotInstalled``. The blocking client,
+:mod:`llmgym.remote`, needs only the standard library; its asyncio client needs httpx (and
+websockets for ``transport="ws"``).
 """
 
 from __future__ import annotations

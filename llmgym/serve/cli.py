@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +176,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    # uvicorn handles SIGTERM by shutting down and then re-raising it, which would end the process
+    # without atexit: the sandbox's cgroups would be left behind. Exiting normally runs it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         server.run()
     finally:

@@ -1,0 +1,193 @@
+"""Slow and broken clients: slowloris is cut off at the deadline, and an abrupt disconnect leaves
+no session, thread, process, file descriptor or database behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import struct
+import threading
+import time
+import urllib.parse
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from websockets.sync.client import connect
+
+from llmgym.serve import ServeConfig, Server
+
+from .conftest import http, ws_url
+
+DEADLINE_S = 3.0
+
+
+def _open(server: Server) -> socket.socket:
+    parts = urllib.parse.urlsplit(server.url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=30)
+
+
+def _slow_clients(server: Server, n: int) -> list[tuple[socket.socket, bytes]]:
+    """``n`` connections that start a request and then trickle it a byte at a time: headers
+    that never end, a body that never ends, and one that never says anything."""
+    clients = []
+    for k in range(n):
+        sock = _open(server)
+        if k % 4 == 3:  # headers complete, then a body of 100,000 bytes trickled
+            head = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"
+            clients.append((sock, b" "))
+        elif k == 0:
+            head = b""
+            clients.append((sock, b""))
+        else:
+            head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: "
+            clients.append((sock, b"a"))
+        sock.sendall(head)
+        sock.setblocking(False)
+    return clients
+
+
+def _trickle(clients: list[tuple[socket.socket, bytes]], closed_at: dict[int, float]) -> None:
+    """Send each open connection one more byte every 0.2 s; note when the server closes it."""
+    stop = time.monotonic() + DEADLINE_S + 20
+    while len(closed_at) < len(clients) and time.monotonic() < stop:
+        for k, (sock, byte) in enumerate(clients):
+            if k in closed_at:
+                continue
+            try:
+                data = sock.recv(4096)
+                if data == b"" or data.startswith(b"HTTP/1.1 408"):
+                    closed_at[k] = time.monotonic()
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed_at[k] = time.monotonic()
+                continue
+            try:
+                if byte:
+                    sock.send(byte)
+            except OSError:
+                closed_at[k] = time.monotonic()
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("http_impl", "slow"), [("auto", 40), ("h11", 8)])
+def test_slowloris_is_cut_off_and_does_not_starve_others(
+    start_server: Any, http_impl: str, slow: int
+) -> None:
+    srv = start_server(
+        ServeConfig(env_ids=["llm/Math-v0"], request_timeout_s=DEADLINE_S), http=http_impl
+    )
+    _, _, doc = http(srv, "POST", "/v1/sessions", {"env_id": "llm/Math-v0"})  # imports the env
+    http(srv, "DELETE", f"/v1/sessions/{doc['session_id']}")
+    began = time.monotonic()
+    clients = _slow_clients(srv, slow)
+    closed_at: dict[int, float] = {}
+    trickler = threading.Thread(target=_trickle, args=(clients, closed_at))
+    trickler.start()
+    try:
+        served = []
+        for _ in range(3):  # a normal client, while every slow one is open
+            status, _, doc = http(srv, "POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+            assert status == 201
+            sid = doc["session_id"]
+            assert http(srv, "POST", f"/v1/sessions/{sid}/reset", {"seed": 0})[0] == 200
+            assert http(srv, "POST", f"/v1/sessions/{sid}/step", {"action": "1"})[0] == 200
+            assert http(srv, "DELETE", f"/v1/sessions/{sid}")[0] == 200
+            served.append(time.monotonic())
+    finally:
+        trickler.join()
+        for sock, _ in clients:
+            sock.close()
+    assert len(closed_at) == slow, f"{slow - len(closed_at)} slow connections still open"
+    first_cut = min(closed_at.values())
+    assert max(served) < first_cut, "the normal client waited for the slow ones"
+    assert first_cut - began >= DEADLINE_S * 0.8  # cut by the deadline, not at once
+    assert max(closed_at.values()) - began <= DEADLINE_S + 5.0
+    assert len(srv.app.pool) == 0  # the trickled create never made a session
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (read from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass  # gone meanwhile
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _drop(ws: Any) -> None:
+    """Cut a WebSocket's TCP connection with a reset: no close frame, no FIN."""
+    sock = ws.socket
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def _until(condition: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def _ask(ws: Any, doc: dict) -> dict:
+    ws.send(json.dumps(doc))
+    return json.loads(ws.recv(timeout=60))
+
+
+@pytest.mark.timeout(180)
+def test_abrupt_disconnects_leave_nothing_behind() -> None:
+    warm = gym.make("llm/Coding-v0")  # the process-wide sandbox starts once, before counting
+    warm.reset(seed=0)
+    warm.step(warm.unwrapped.oracle_action())
+    warm.close()
+    threads, children = threading.active_count(), _descendants(os.getpid())
+    srv = Server(ServeConfig(env_ids=["llm/ToolCalling-v0", "llm/Coding-v0"], workers=4)).start()
+    fds = _fds()  # uvloop keeps a pipe for the process once a loop ran: counted from here
+    try:
+        pool = srv.app.pool
+        with connect(ws_url(srv)) as ws:
+            made = _ask(ws, {"id": 1, "op": "create", "env_id": "llm/ToolCalling-v0"})
+            tool_sid = made["result"]["session_id"]
+            _ask(ws, {"id": 2, "op": "reset", "session_id": tool_sid, "seed": 0})
+            db = pool.get(tool_sid, "anonymous").env.unwrapped.episode.extra["db"]
+            made = _ask(ws, {"id": 3, "op": "create", "env_id": "llm/Coding-v0"})
+            code_sid = made["result"]["session_id"]
+            _ask(ws, {"id": 4, "op": "reset", "session_id": code_sid, "seed": 0})
+            spin = "```python\nwhile True:\n    pass\n```"
+            ws.send(json.dumps({"id": 5, "op": "step", "session_id": code_sid, "action": spin}))
+            running = pool.get(code_sid, "anonymous").lock
+            _until(running.locked, 30)  # the step is in the sandbox
+            _drop(ws)
+        # a create cut mid-body, and a create whose client is gone before the reply
+        half = _open(srv)
+        half.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{")
+        half.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        half.close()
+        with connect(ws_url(srv)) as ws:
+            ws.send(json.dumps({"id": 6, "op": "create", "env_id": "llm/ToolCalling-v0"}))
+            _drop(ws)
+        _until(lambda: len(pool) == 0)
+        with pytest.raises(sqlite3.ProgrammingError):
+            db.execute("SELECT 1")  # the episode's database was closed with its session
+        # the sandboxed run is gone (the sandbox replaces the warm cells it used: count them)
+        _until(lambda: len(_descendants(os.getpid())) <= len(children))
+    finally:
+        srv.stop()
+    _until(lambda: threading.active_count() <= threads and _fds() <= fds, 30)
