@@ -744,7 +744,7 @@ def _setup(args: argparse.Namespace) -> None:
     """Before a command runs: register ``--spec`` files, then check the env ids it names."""
     import llmgym
 
-    for spec in args.spec_files:
+    for spec in [*args.spec_files, *getattr(args, "command_spec_files", [])]:
         llmgym.load_spec(spec, overwrite=True)
     check_env_ids(_env_ids_of(args))
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import gymnasium as gym
 import pytest
 
 from llmgym.cli import main
@@ -429,3 +430,17 @@ def test_eval_exits_1_when_too_many_episodes_errored(tmp_path):
     assert 'role="alert"' in (tmp_path / "b" / "report.html").read_text()
     line = one_line_error(run_llmgym(*args, "--max-error-rate", "2", cwd=tmp_path))
     assert "--max-error-rate" in line
+
+
+def test_serve_takes_spec_files_after_the_command_too(spec, tmp_path) -> None:
+    from llmgym.cli import _setup, build_parser
+
+    other = tmp_path / "other.yaml"
+    other.write_text("id: testcli/Other-v0\ntasks: tasks.jsonl\nverifier: exact\n")
+    args = build_parser().parse_args(
+        ["--spec", str(other), "serve", "testcli/YesNo-v0", "--spec", spec]
+    )
+    assert (args.spec_files, args.command_spec_files) == ([str(other)], [spec])
+    _setup(args)  # registers both, then checks the env ids named
+    assert "testcli/YesNo-v0" in gym.registry and "testcli/Other-v0" in gym.registry
+    assert build_parser().parse_args(["serve"]).command_spec_files == []

@@ -24,6 +24,15 @@ def add_subparsers(subparsers: Any) -> None:
         "LLMGYM_SERVE_TOKEN).",
     )
     p.add_argument("envs", nargs="*", metavar="ENV_ID", help="envs to serve (default: all)")
+    p.add_argument(
+        "--spec",
+        dest="command_spec_files",  # its own dest: a subcommand's value would replace the global
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="register the envs of a YAML/TOML spec first, as `llmgym --spec FILE serve` does "
+        "(repeatable)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks one)")
     p.add_argument(
