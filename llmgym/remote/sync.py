@@ -240,6 +240,8 @@ class RemoteEnv(LLMEnv):
                 state = self.get_state()
             except error.ResetNeeded:
                 return None
+            while "task" not in state and isinstance(state.get("state"), Mapping):
+                state = state["state"]  # a wrapping env's snapshot (Mixture-v0: its member's)
             self._episode = Episode(
                 task=Task.from_dict(state["task"]),
                 messages=state["messages"],

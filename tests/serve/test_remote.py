@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
+import llmgym
 from llmgym import error, remote
 from llmgym.checks import check_env
 from llmgym.serve import ServeConfig, Server
@@ -96,3 +98,36 @@ def test_a_step_after_the_server_closed_an_idle_connection_is_sent_on_a_new_one(
         env.close()
     finally:
         srv.stop()
+
+
+REGISTRY = llmgym.list_envs()
+
+
+@pytest.fixture(scope="module")
+def registry_server() -> Iterator[Server]:
+    srv = Server(ServeConfig(env_ids=REGISTRY, max_sessions=64)).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env_id", REGISTRY)
+def test_every_registered_env_served_passes_the_contract(
+    registry_server: Server, env_id: str
+) -> None:
+    """The registry-wide contract (tests/test_contract.py) run unchanged against served envs:
+    Gymnasium's checker, llmgym's checker, and the oracle's and a wrong answer's episodes equal
+    the same episodes in-process."""
+    env = remote.make(registry_server.url, env_id)
+    local = gym.make(env_id)
+    try:
+        gym_check_env(env, skip_render_check=True, skip_close_check=True)
+        check_env(env, seeds=(0, 1, 2), skip_gymnasium=True)
+        for seed in (0, 5):
+            for policy in ("oracle", "wrong"):
+                assert _episode(env, seed, policy) == _episode(local, seed, policy), (seed, policy)
+    finally:
+        env.close()
+        local.close()
