@@ -444,3 +444,16 @@ def test_serve_takes_spec_files_after_the_command_too(spec, tmp_path) -> None:
     _setup(args)  # registers both, then checks the env ids named
     assert "testcli/YesNo-v0" in gym.registry and "testcli/Other-v0" in gym.registry
     assert build_parser().parse_args(["serve"]).command_spec_files == []
+
+
+def test_serve_on_ray_flags_and_a_bad_replica_count() -> None:
+    from llmgym import error
+    from llmgym.cli import build_parser
+    from llmgym.serve.cli import _serve_on_ray, config_from
+
+    args = build_parser().parse_args(["serve", "llm/Math-v0", "--ray", "auto", "--replicas", "3"])
+    assert (args.ray, args.replicas) == ("auto", 3)
+    assert build_parser().parse_args(["serve"]).ray is None  # local serving by default
+    args.replicas = 0
+    with pytest.raises(error.Error, match="--replicas >= 1"):
+        _serve_on_ray(config_from(args), args)  # refused before any cluster is reached

@@ -48,6 +48,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         retry_errors=not args.no_retry_errors,
         max_error_rate=args.max_error_rate,
+        ray=args.ray,
     )
     o = result.summary["overall"]
     print(
@@ -228,6 +229,13 @@ def add_subparsers(subparsers: Any) -> None:
         "--no-retry-errors",
         action="store_true",
         help="on resume, keep the episodes that errored instead of playing them again",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="play the episodes in env actors on a Ray cluster: auto (the running one), local "
+        "(start Ray here) or HOST:PORT; same results and resuming as a local run (needs "
+        "llmgym[ray])",
     )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -5,8 +5,10 @@ waiting for a turn; async policies (HTTP servers: ``Policy.agenerate`` overridde
 per episode as soon as it is ready. Env steps run in a thread pool, envs are pooled per entry. A
 policy that raises, returns the wrong type or an invalid message is recorded as a failed episode
 (``status="policy_error"``) after the env grades an empty message; an env that raises is recorded
-as ``status="env_error"`` (and its env is not reused). Neither stops the run. What happens to the
-records (the results file, resuming) is ``runner.py``'s job.
+as ``status="env_error"`` (and its env is not reused). Neither stops the run. With a Ray address
+the envs are :class:`~llmgym.ray.RayEnv`\\ s of one :class:`~llmgym.ray.EnvPool` per entry (the
+policy stays here; each env call runs in an actor on the cluster), and the records are the same.
+What happens to the records (the results file, resuming) is ``runner.py``'s job.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ MAX_STORED_TASK_CHARS = 256_000
 """A task larger than this (as JSON) is stored as its id and hash only; the transcript holds its prompt."""
 _HARD_STEP_CAP = 10_000
 """Steps after which an episode of an env that never ends is recorded as an env error."""
+_RAY_IDLE_S = 2.0
+"""With ``ray``: seconds after which an idle env actor is stopped (its CPU freed)."""
 
 
 def _int(value: Any) -> int:
@@ -79,8 +83,14 @@ class EpisodePlayer:
         policy: Any,
         todo: Sequence[EpisodePlan],
         on_record: Callable[[dict[str, Any]], None],
+        *,
+        ray: str | None = None,
     ):
         self.config = config
+        self.ray = ray
+        """The Ray cluster whose actors hold the envs (None: envs in this process)."""
+        self._ray_pools: dict[int, Any] = {}
+        self._ray_started = False
         self.policy = policy
         self.pending = list(reversed(todo))
         self.on_record = on_record
@@ -95,6 +105,8 @@ class EpisodePlayer:
         self._queue: list[tuple[Any, asyncio.Future[Any]]] = []
         self._busy = False
         self._active = 0
+        self._acquiring = 0
+        """Episodes waiting for a Ray env actor: they do not hold back a batch."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._failure: BaseException | None = None
 
@@ -103,8 +115,39 @@ class EpisodePlayer:
         pool = self._envs[entry]
         return pool.pop() if pool else make_env(self.config.envs[entry])
 
+    def _ray_pool(self, entry: int) -> Any:
+        """The entry's pool of env actors: one per episode in flight, at most one per CPU of
+        the cluster (made on first use, in the event loop's thread). Idle actors stop after
+        a few seconds, so that the next entry's actors get the CPUs (episodes run in plan
+        order: an entry's last episodes overlap only the next entry's first ones)."""
+        from llmgym.ray import EnvPool
+        from llmgym.ray.cluster import cluster_cpus
+
+        if entry not in self._ray_pools:
+            e = self.config.envs[entry]
+            actors = min(self.config.concurrency, cluster_cpus())
+            self._ray_pools[entry] = EnvPool(
+                e.id, e.kwargs, max_actors=actors, idle_timeout_s=_RAY_IDLE_S
+            )
+        return self._ray_pools[entry]
+
+    async def _take(self, entry: int) -> Any:
+        if self.ray is None:
+            return self._take_env(entry)
+        pool = self._ray_pool(entry)
+        self._acquiring += 1
+        self._maybe_flush()
+        try:  # waits for an actor to start or come free: off the loop, which gives envs back
+            return await asyncio.to_thread(pool.acquire)
+        finally:
+            self._acquiring -= 1
+
     def _give_env(self, entry: int, env: Any, broken: bool) -> None:
-        if broken:
+        if self.ray is not None and broken:
+            env.discard()  # its actor is stopped, not reused
+        elif self.ray is not None:
+            env.close()  # its actor goes back to the pool
+        elif broken:
             try:
                 env.close()
             except Exception:
@@ -138,7 +181,7 @@ class EpisodePlayer:
     def _maybe_flush(self) -> None:
         if self._busy or not self._queue:
             return
-        if len(self._queue) >= min(self.max_batch, self._active):
+        if len(self._queue) >= min(self.max_batch, self._active - self._acquiring):
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             self._busy = True
             self._spawn(self._run_batch(batch))
@@ -171,7 +214,7 @@ class EpisodePlayer:
         from llmgym.policies import Request
 
         entry = self.config.envs[plan.entry]
-        env = self._take_env(plan.entry)
+        env = await self._take(plan.entry)
         start = time.perf_counter()
         policy_time = 0.0
         record: dict[str, Any] = {
@@ -296,6 +339,10 @@ class EpisodePlayer:
 
     async def run(self) -> None:
         self._finished = asyncio.Event()
+        if self.ray is not None:
+            from llmgym.ray.cluster import connect
+
+            self._ray_started = connect(self.ray)
         workers = self.config.env_workers
         self._env_pool = ThreadPoolExecutor(workers, "llmgym-env") if workers else None
         self._policy_pool = ThreadPoolExecutor(1, "llmgym-policy")
@@ -318,3 +365,12 @@ class EpisodePlayer:
                         env.close()
                     except Exception:
                         pass
+            self._close_ray()
+
+    def _close_ray(self) -> None:
+        for ray_pool in self._ray_pools.values():
+            ray_pool.close()
+        if self._ray_started:
+            from llmgym.ray.cluster import ray_module
+
+            ray_module().shutdown()

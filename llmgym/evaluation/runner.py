@@ -185,8 +185,12 @@ def _provenance(config: EvalConfig, counts: dict[str, int], previous: Any) -> di
     return info
 
 
-def run_evaluation(config: EvalConfig) -> EvalResult:
-    """Run (or resume) the evaluation described by ``config``; see the module docstring."""
+def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
+    """Run (or resume) the evaluation described by ``config``; see the module docstring.
+
+    ``ray``: a Ray cluster address (``"auto"``, ``"local"``, ``host:port``) whose actors hold
+    the envs (``llmgym.ray``); the records, summary and resumption are those of a local run.
+    """
     from tqdm.auto import tqdm
 
     from llmgym.evaluation.metrics import summarize
@@ -226,8 +230,10 @@ def run_evaluation(config: EvalConfig) -> EvalResult:
 
         try:
             if todo:
-                runner = EpisodePlayer(config, policy, todo, on_record)
+                runner = EpisodePlayer(config, policy, todo, on_record, ray=ray)
                 info["sessions"][-1]["mode"] = runner.mode
+                if ray is not None:
+                    info["sessions"][-1]["ray"] = ray
                 asyncio.run(runner.run())
         finally:
             bar.close()
@@ -366,12 +372,16 @@ def evaluate(
     progress: bool = True,
     retry_errors: bool = True,
     max_error_rate: float | None = None,
+    ray: str | None = None,
 ) -> EvalResult:
     """Evaluate a policy on envs or a suite; write results, summary and report to ``out``.
 
     Episodes that end in ``policy_error`` or ``env_error`` (a server that is down) are played
     again when the run resumes (``retry_errors``); when more than ``max_error_rate`` of the
     episodes errored (default 0.05) the result is marked ``failed`` and the report says so.
+    ``ray``: play the episodes in env actors on the Ray cluster at this address (``"auto"``,
+    ``"local"``, ``host:port``); the records are those of a local run, and either resumes
+    the other.
 
     ``envs``: env ids, :class:`EnvEntry` objects or dicts ``{"id", "kwargs", "seed",
     "episodes", "name"}``; or ``suite``: a shipped suite name (``"core-v0"``) or a suite
@@ -421,4 +431,4 @@ def evaluate(
         retry_errors=retry_errors,
         max_error_rate=DEFAULT_MAX_ERROR_RATE if max_error_rate is None else max_error_rate,
     )
-    return run_evaluation(config)
+    return run_evaluation(config, ray=ray)

@@ -114,6 +114,17 @@ def add_subparsers(subparsers: Any) -> None:
         help="mount OpenEnv's server per env at /openenv/<ENV_ID> (auto: if openenv-core is "
         "installed)",
     )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="serve behind Ray Serve on the Ray cluster at ADDRESS (auto, local or HOST:PORT): "
+        "--replicas copies of the app behind Ray Serve's proxy at --host/--port, sessions in named "
+        "actors that any replica serves (needs llmgym[ray,serve])",
+    )
+    p.add_argument(
+        "--replicas", type=int, default=2, help="with --ray: replicas of the app (default 2)"
+    )
     p.set_defaults(func=_cmd_serve)
 
 
@@ -172,6 +183,8 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     config = config_from(args)
+    if args.ray is not None:
+        return _serve_on_ray(config, args)
     from llmgym.serve.logs import enable_json_logs
     from llmgym.serve.server import Server
 
@@ -193,4 +206,25 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     finally:
         server.sock.close()
         server.app.service.shutdown()
+    return 0
+
+
+def _serve_on_ray(config: ServeConfig, args: argparse.Namespace) -> int:
+    """``--ray``: the app in ``--replicas`` Ray Serve replicas; blocks until SIGINT/SIGTERM."""
+    from llmgym import error
+    from llmgym.ray.serving import serve_on_ray
+
+    if args.replicas < 1:
+        raise error.Error(f"Expects --replicas >= 1, actual: {args.replicas}")
+    served = serve_on_ray(
+        config, address=args.ray, replicas=args.replicas, host=args.host, port=args.port
+    )
+    print(
+        f"llmgym serve: listening on {served.url} (Ray Serve, {args.replicas} replicas)",
+        flush=True,
+    )
+    try:
+        served.wait()
+    finally:
+        served.stop()
     return 0

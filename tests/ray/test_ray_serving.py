@@ -1,0 +1,203 @@
+"""``llmgym serve`` on Ray Serve, on a local cluster: two replicas, sessions in named host actors
+that either replica serves, the owner check on every replica, and a host that dies."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("fastapi")
+
+import llmgym  # noqa: E402
+import llmgym.remote  # noqa: E402
+from llmgym.ray import LoopbackCluster  # noqa: E402
+from llmgym.ray.serving import (  # noqa: E402
+    NAMESPACE,
+    REPLICA_HEADER,
+    RayServe,
+    RaySessionPool,
+    serve_on_ray,
+)
+from llmgym.serve import ServeConfig  # noqa: E402
+from llmgym.serve.sessions import TooManySessions, UnknownSession  # noqa: E402
+
+ray = pytest.importorskip("ray")
+# Ray Serve's own pydantic models warn on import; not this code's to fix
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.serve")
+
+CAPITALS_ID = "raytest/ServedCapitals-v0"
+ALICE, BOB = "alice-token", "bob-token"
+MAX_SESSIONS = 6
+
+
+@pytest.fixture(scope="module")
+def served(cluster: LoopbackCluster) -> Iterator[RayServe]:
+    llmgym.register_task_env(
+        CAPITALS_ID,
+        tasks=[{"id": "fr", "prompt": "Capital of France?", "answer": "Paris"}],
+        max_turns=3,
+        overwrite=True,
+    )
+    config = ServeConfig(
+        env_ids=["llm/Math-v0", CAPITALS_ID], tokens=[ALICE, BOB], max_sessions=MAX_SESSIONS
+    )
+    deployment = serve_on_ray(
+        config, replicas=2, port=0, cpus_per_replica=0.5, cpus_per_host=0.5, start_timeout_s=120
+    )
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
+        gym.registry.pop(CAPITALS_ID, None)
+
+
+class Client:
+    """Raw HTTP to the proxy, to see which replica answered each request."""
+
+    def __init__(self, url: str, token: str | None):
+        parts = urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        self.headers = {"Content-Type": "application/json"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+    def __call__(self, method: str, path: str, body: Any = None) -> tuple[int, Any, str]:
+        data = None if body is None else json.dumps(body)
+        self.conn.request(method, path, body=data, headers=self.headers)
+        response = self.conn.getresponse()
+        doc = json.loads(response.read() or b"{}")
+        return response.status, doc, str(response.getheader(REPLICA_HEADER))
+
+
+@pytest.mark.timeout(120)
+def test_remote_env_through_ray_serve_plays_as_in_process(served: RayServe) -> None:
+    local = gym.make("llm/Math-v0", disable_env_checker=True)
+    env = llmgym.remote.make(served.url, "llm/Math-v0", token=ALICE)
+    try:
+        assert env.reset(seed=3) == local.reset(seed=3)
+        state = env.get_state()
+        assert state == local.unwrapped.get_state()
+        gold = local.unwrapped.oracle_action()
+        assert env.oracle_action() == gold
+        assert env.step(gold)[1:4] == local.step(gold)[1:4] == (1.0, True, False)
+        env.set_state(state)  # back to before the step, in whichever replica answers
+        assert env.step("not the answer")[1] == 0.0
+    finally:
+        env.close()
+    declared = llmgym.remote.make(served.url, CAPITALS_ID, token=ALICE)  # spec from this process
+    try:
+        declared.reset(seed=0)
+        assert declared.step("Lyon")[1:4] == (0.0, False, False)
+        assert declared.step("Paris")[1:4] == (1.0, True, False)
+    finally:
+        declared.close()
+
+
+@pytest.mark.timeout(120)
+def test_one_session_stepped_through_both_replicas(served: RayServe) -> None:
+    alice = Client(served.url, ALICE)
+    status, doc, _ = alice("POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+    assert status == 201, doc
+    sid = doc["session_id"]
+    local = gym.make("llm/Math-v0", disable_env_checker=True)
+    steps_by: dict[str, int] = {}
+    for seed in range(40):  # requests are not sticky: both replicas get some
+        status, doc, _ = alice("POST", f"/v1/sessions/{sid}/reset", {"seed": seed})
+        assert status == 200 and doc["observation"] == local.reset(seed=seed)[0]
+        gold = local.unwrapped.oracle_action()
+        status, doc, replica = alice("POST", f"/v1/sessions/{sid}/step", {"action": gold})
+        assert status == 200 and doc["reward"] == 1.0 and doc["terminated"], doc
+        steps_by[replica] = steps_by.get(replica, 0) + 1
+        if len(steps_by) == 2 and min(steps_by.values()) >= 2:
+            break
+    assert len(steps_by) == 2, f"one replica served every step: {steps_by}"
+    assert alice("DELETE", f"/v1/sessions/{sid}")[0] == 200
+    assert alice("POST", f"/v1/sessions/{sid}/reset", {"seed": 0})[0] == 404
+
+
+@pytest.mark.timeout(120)
+def test_another_token_cannot_reach_a_session_on_any_replica(served: RayServe) -> None:
+    alice, bob, anyone = (
+        Client(served.url, ALICE),
+        Client(served.url, BOB),
+        Client(served.url, None),
+    )
+    status, doc, _ = alice("POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+    sid = doc["session_id"]
+    assert alice("POST", f"/v1/sessions/{sid}/reset", {"seed": 1})[0] == 200
+    refused_by = set()
+    for _ in range(30):
+        for method, path, body in [
+            ("POST", f"/v1/sessions/{sid}/step", {"action": "1"}),
+            ("GET", f"/v1/sessions/{sid}/state", None),
+            ("DELETE", f"/v1/sessions/{sid}", None),
+        ]:
+            status, doc, replica = bob(method, path, body)
+            assert status == 404 and doc["error"]["type"] == "UnknownSession", doc
+            refused_by.add(replica)
+        if len(refused_by) == 2:
+            break
+    assert len(refused_by) == 2
+    assert anyone("GET", f"/v1/sessions/{sid}/state")[0] == 401
+    status, doc, _ = alice("GET", f"/v1/sessions/{sid}/state")
+    assert status == 200 and doc["state"]["turn"] == 0  # bob's step never happened
+    assert alice("DELETE", f"/v1/sessions/{sid}")[0] == 200
+
+
+def _pools(served: RayServe) -> tuple[RaySessionPool, RaySessionPool]:
+    hosts = [ray.get_actor(name, namespace=NAMESPACE) for name in served.host_names]
+    return tuple(  # type: ignore[return-value]
+        RaySessionPool(hosts, max_sessions=MAX_SESSIONS, idle_timeout_s=None, timeout_s=60)
+        for _ in range(2)
+    )
+
+
+@pytest.mark.timeout(120)
+def test_replica_pools_share_sessions_and_the_session_limit(served: RayServe) -> None:
+    a, b = _pools(served)
+    owner = "owner-hash"
+    session = a.create("llm/Math-v0", {}, owner)
+    assert b.call(session.id, owner, lambda s: s.env.reset(seed=5))[1]["task_id"]
+    assert a.call(session.id, owner, lambda s: s.env.get_state())["turn"] == 0
+    with pytest.raises(UnknownSession):
+        b.get(session.id, "someone-else")
+    more = [(a if i % 2 else b).create("llm/Math-v0", {}, owner) for i in range(MAX_SESSIONS - 1)]
+    assert len(a) == len(b) == MAX_SESSIONS
+    with pytest.raises(TooManySessions):
+        b.create("llm/Math-v0", {}, owner)
+    for s in [session, *more]:
+        (b if s.id < "h1" else a).close(s.id, owner)
+    assert len(a) == 0
+    with pytest.raises(UnknownSession):
+        a.call(session.id, owner, lambda s: s.env.step("1"))
+
+
+@pytest.mark.timeout(180)
+def test_a_dead_host_loses_its_sessions_and_comes_back(served: RayServe) -> None:
+    alice = Client(served.url, ALICE)
+    sessions: list[str] = []
+    while {s.split(".")[0] for s in sessions} != {"h0", "h1"}:  # one on each host, at least
+        status, doc, _ = alice("POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+        assert status == 201, f"the hosts got {sessions} and then: {doc}"
+        sessions.append(doc["session_id"])
+    ray.kill(ray.get_actor(served.host_names[0], namespace=NAMESPACE), no_restart=False)
+    for sid in sessions:
+        status, doc, _ = alice("POST", f"/v1/sessions/{sid}/reset", {"seed": 0})
+        if sid.startswith("h0."):  # lost with its host
+            assert status == 404 and doc["error"]["type"] == "UnknownSession", doc
+        else:
+            assert status == 200, doc
+    alive = [s for s in sessions if s.startswith("h1.")]
+    created: list[str] = []
+    while not any(s.startswith("h0.") for s in created):  # the restarted host takes sessions
+        status, doc, _ = alice("POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+        assert status == 201, doc
+        created.append(doc["session_id"])
+    for sid in alive + created:
+        assert alice("DELETE", f"/v1/sessions/{sid}")[0] == 200
