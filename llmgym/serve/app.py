@@ -33,6 +33,7 @@ import contextlib
 import difflib
 import hmac
 import ipaddress
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ from llmgym.serve.metrics import CONTENT_TYPE, ServeMetrics
 from llmgym.serve.ops import Doc, Service, spaces_of
 from llmgym.serve.sessions import ServeError, SessionPool, owner_of
 from llmgym.serve.ws import serve_websocket
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -91,6 +94,12 @@ class ServeConfig:
     """A request's headers and body must arrive within this (slow clients are cut off)."""
     max_ws_inflight: int = 256
     """Requests of one WebSocket running at once; past it the server stops reading from it."""
+    close_timeout_s: float = 10.0
+    """Closing a session (and stopping the server) waits this long at most for an env call in
+    flight; past it the env is closed when the call returns, and shutdown does not wait."""
+    kwarg_max: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Upper bounds on numeric env kwargs per env id (``"*"``: every env), over the defaults
+    of :data:`llmgym.serve.envargs.KWARG_MAX` (``--kwarg-max ENV_ID:NAME=VALUE``)."""
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -104,8 +113,9 @@ class ServeConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise error.Error(f"Expects {name} > 0 or None (no limit), actual: {value}")
-        if self.request_timeout_s <= 0:
-            raise error.Error(f"Expects request_timeout_s > 0, actual: {self.request_timeout_s}")
+        for name in ("request_timeout_s", "close_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise error.Error(f"Expects {name} > 0, actual: {getattr(self, name)}")
 
 
 def served_env_ids(requested: Iterable[str]) -> list[str]:
@@ -262,7 +272,10 @@ def create_app(config: ServeConfig | None = None, *, pool: SessionPool | None = 
     env_ids = served_env_ids(config.env_ids)
     if pool is None:
         pool = SessionPool(
-            _make_env, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s
+            _make_env,
+            max_sessions=config.max_sessions,
+            idle_timeout_s=config.idle_timeout_s,
+            close_timeout_s=config.close_timeout_s,
         )
     metrics = ServeMetrics(pool)
     service = Service(config, env_ids, pool, metrics)
@@ -347,7 +360,18 @@ def create_app(config: ServeConfig | None = None, *, pool: SessionPool | None = 
 
     @app.post("/v1/sessions")
     async def create(request: Request) -> Response:
-        return await answer(request, service.create, await body(request, "create"), 201)
+        made: list[str] = []
+
+        async def create_noted(who: str, doc: Doc, trace: Trace) -> Doc:
+            reply = await service.create(who, doc, trace)
+            made.append(reply["session_id"])
+            return reply
+
+        response = await answer(request, create_noted, await body(request, "create"), 201)
+        if made and await request.is_disconnected():
+            # nobody will ever learn this session's id: close it now, not at the idle timeout
+            await service.run(lambda: pool.close(made[0], owner(request)))
+        return response
 
     @app.post("/v1/sessions/{sid}/reset")
     async def reset(request: Request) -> Response:
@@ -451,4 +475,7 @@ async def _reap(service: Service) -> None:
     period = max(0.05, min(timeout / 4, 5.0))
     while True:
         await asyncio.sleep(period)
-        await service.run(service.pool.expire_idle)
+        try:
+            await service.run(service.pool.expire_idle)
+        except Exception:  # one bad pass must not end expiry for the server's lifetime
+            log.exception("expiring idle sessions failed; trying again in %.1f s", period)

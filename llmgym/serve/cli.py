@@ -83,6 +83,21 @@ def add_subparsers(subparsers: Any) -> None:
         "verifier, prompt_template, models...) are refused unless allowed here",
     )
     p.add_argument(
+        "--kwarg-max",
+        action="append",
+        default=[],
+        metavar="ENV_ID:NAME=VALUE",
+        help="the largest number clients may pass in the env kwarg NAME of ENV_ID ('*:NAME': "
+        "every env; repeatable); numbers that size work (token lengths, timeouts, caches, turns) "
+        "have defaults, every other number is bounded by 10000",
+    )
+    p.add_argument(
+        "--close-timeout",
+        type=float,
+        default=10.0,
+        help="seconds closing a session or stopping the server waits for an env call in flight",
+    )
+    p.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -145,6 +160,26 @@ def allowed_kwargs(flags: list[str]) -> dict[str, list[str]]:
     return table
 
 
+def kwarg_maxima(flags: list[str]) -> dict[str, dict[str, float]]:
+    """``--kwarg-max ENV_ID:NAME=VALUE`` flags as ``{env_id: {name: value}}``."""
+    from llmgym import error
+
+    table: dict[str, dict[str, float]] = {}
+    for flag in flags:
+        target, _, value = flag.partition("=")
+        env_id, sep, name = target.rpartition(":")
+        try:
+            bound = float(value)
+        except ValueError:
+            bound = -1.0
+        if not sep or not env_id or not name.isidentifier() or not 0 <= bound < float("inf"):
+            raise error.Error(
+                f"Expects --kwarg-max ENV_ID:NAME=VALUE (VALUE a number >= 0), actual: {flag!r}"
+            )
+        table.setdefault(env_id, {})[name] = bound
+    return table
+
+
 def config_from(args: argparse.Namespace) -> ServeConfig:
     """The server's config from the command's flags (checking the ``serve`` extra is there)."""
     from llmgym import error
@@ -175,6 +210,8 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         session_steps_per_s=args.session_steps_per_s,
         max_rss_mb=args.max_rss_mb,
         allow_kwargs=allowed_kwargs(args.allow_kwarg),
+        kwarg_max=kwarg_maxima(args.kwarg_max),
+        close_timeout_s=args.close_timeout,
         allowed_origins=list(args.allow_origin),
         max_connections=args.max_connections,
         request_timeout_s=args.request_timeout,

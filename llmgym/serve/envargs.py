@@ -5,8 +5,13 @@ up the class's ``__init__`` chain while it forwards ``**kwargs``), as plain JSON
 the ones that reach beyond the env into the host (:data:`HOST_KWARGS`: data paths, sandbox
 backends, models loaded by name, verifier code, format strings, regexes, nested envs). The
 operator allows more per env id (``--allow-kwarg ENV:NAME``, ``ServeConfig.allow_kwargs``).
-This module does not bound the size of what an allowed kwarg asks for (a long document, many
-turns): the session and memory limits of :mod:`llmgym.serve.limits` do.
+
+Every number in a kwarg's value (nested ones included) is bounded in size, since numbers size
+work and memory (a document's tokens, a timeout, a cache, turns): by :data:`KWARG_MAX` for the
+built-in envs' sizing kwargs, by :data:`DEFAULT_KWARG_MAX` for every other one (weights,
+tolerances, the next env's counts). The operator raises a bound per env id
+(``--kwarg-max ENV:NAME=VALUE``, ``ServeConfig.kwarg_max``). Sessions, memory and steps/s are
+limited by :mod:`llmgym.serve.limits`, not here.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -42,6 +47,22 @@ HOST_KWARGS: dict[str, str] = {
     "envs": "member envs carry kwargs of their own, past these checks",
 }
 """Kwargs refused unless the operator allows them, and why (the built-in envs' dangerous ones)."""
+
+KWARG_MAX: dict[str, float] = {
+    "length_range": 262_144,  # tokens of a long document (LongDoc's default tops at 131,072)
+    "context_budget": 262_144,  # tokens of context
+    "chunk_tokens": 32_768,
+    "notes_tokens": 32_768,
+    "max_observation_length": 4 << 20,  # characters of one observation
+    "max_code_chars": 1_000_000,
+    "max_turns": 1_000,
+    "task_cache": 4_096,  # tasks held in memory
+    "timeout_s": 60.0,  # seconds of a sandboxed run
+}
+"""Default upper bounds on the numbers of the built-in envs' kwargs that size work or memory."""
+
+DEFAULT_KWARG_MAX = 10_000.0
+"""Default upper bound on every other number in a kwarg (in absolute value)."""
 
 MAX_DEPTH = 4
 """Deepest nesting of lists and objects in one kwarg value."""
@@ -83,6 +104,18 @@ def accepted_kwargs(env_id: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _numbers(value: Any) -> Iterator[float]:
+    """The numbers in a plain JSON value (booleans are not numbers here)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+
+
 def _json_simple(value: Any, depth: int = 0) -> bool:
     if value is None or isinstance(value, (bool, int, str)):
         return True
@@ -100,15 +133,33 @@ def _json_simple(value: Any, depth: int = 0) -> bool:
 class KwargPolicy:
     """The kwargs each served env id takes from clients: see the module's docstring."""
 
-    def __init__(self, env_ids: list[str], allow: Mapping[str, list[str]] | None = None):
+    def __init__(
+        self,
+        env_ids: list[str],
+        allow: Mapping[str, list[str]] | None = None,
+        kwarg_max: Mapping[str, Mapping[str, float]] | None = None,
+    ):
         allow = dict(allow or {})
-        unknown = sorted(set(allow) - set(env_ids) - {"*"})
-        if unknown:
-            raise ServeError(f"allow_kwargs names env ids this server does not serve: {unknown}")
+        kwarg_max = dict(kwarg_max or {})
+        for what, table in (("allow_kwargs", allow), ("kwarg_max", kwarg_max)):
+            unknown = sorted(set(table) - set(env_ids) - {"*"})
+            if unknown:
+                raise ServeError(f"{what} names env ids this server does not serve: {unknown}")
+        for bounds in kwarg_max.values():
+            for name, bound in bounds.items():
+                if not (isinstance(bound, (int, float)) and math.isfinite(bound) and bound >= 0):
+                    raise ServeError(f"Expects kwarg_max {name} >= 0 and finite, actual: {bound}")
         self._extra = {
             e: frozenset(allow.get(e, ())) | frozenset(allow.get("*", ())) for e in env_ids
         }
+        self._max = {
+            e: {**KWARG_MAX, **kwarg_max.get("*", {}), **kwarg_max.get(e, {})} for e in env_ids
+        }
         self._allowed: dict[str, frozenset[str]] = {}
+
+    def bound(self, env_id: str, name: str) -> float:
+        """The largest number (in absolute value) the kwarg ``name`` of ``env_id`` may hold."""
+        return self._max[env_id].get(name, DEFAULT_KWARG_MAX)
 
     def allowed(self, env_id: str) -> frozenset[str]:
         """The kwargs ``env_id`` takes from clients (its module is imported on first ask)."""
@@ -135,4 +186,14 @@ class KwargPolicy:
                 raise KwargRefused(
                     f"Expects the kwarg {name!r} as plain JSON (null, booleans, numbers, strings, "
                     f"lists and objects nested at most {MAX_DEPTH} deep)"
+                )
+            self._check_size(env_id, name, value)
+
+    def _check_size(self, env_id: str, name: str, value: Any) -> None:
+        bound = self.bound(env_id, name)
+        for number in _numbers(value):
+            if abs(number) > bound:
+                raise KwargRefused(
+                    f"The kwarg {name!r} holds {number!r}, over this server's bound of {bound:g} "
+                    f"for {env_id}; the operator can raise it with --kwarg-max {env_id}:{name}=N"
                 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from llmgym.serve.sessions import ServeError, Session, SessionPool
 
 if TYPE_CHECKING:
     from llmgym.serve.app import ServeConfig
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Doc = dict[str, Any]
@@ -120,7 +123,7 @@ class Service:
         self.pool = pool
         self.metrics = metrics
         self.limiter = RateLimiter(config.max_steps_per_s, config.session_steps_per_s)
-        self.kwargs = KwargPolicy(env_ids, config.allow_kwargs)
+        self.kwargs = KwargPolicy(env_ids, config.allow_kwargs, config.kwarg_max)
         self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="llmgym-env")
 
     async def run(self, fn: Callable[[], T]) -> T:
@@ -128,9 +131,25 @@ class Service:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn)
 
     def shutdown(self) -> None:
-        """Close every session, then stop the env threads (the server is stopping)."""
+        """Close every session, then stop the env threads (the server is stopping).
+
+        Waits ``close_timeout_s`` at most for each stuck env call, then as long again for the
+        env threads: a call that never returns leaves its thread behind (logged), not a hang.
+        """
         self.pool.close_all()
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        stopping = threading.Thread(
+            target=self.executor.shutdown,
+            kwargs={"wait": True, "cancel_futures": True},
+            name="llmgym-env-shutdown",
+            daemon=True,
+        )
+        stopping.start()
+        stopping.join(self.config.close_timeout_s)
+        if stopping.is_alive():
+            log.warning(
+                "env calls still run %.1f s after shutdown began; leaving their threads",
+                self.config.close_timeout_s,
+            )
 
     def _on_session(self, owner: str, doc: Doc, trace: Trace, fn: Callable[[Session], T]) -> T:
         sid = _session_id(doc)

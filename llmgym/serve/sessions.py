@@ -9,6 +9,7 @@ It knows nothing of HTTP; :mod:`llmgym.serve.app` maps its errors to status code
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import threading
 import time
@@ -20,6 +21,8 @@ from typing import Any
 import gymnasium as gym
 
 from llmgym import error
+
+log = logging.getLogger(__name__)
 
 
 class ServeError(error.Error):
@@ -59,6 +62,10 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     steps: int = 0
     closed: bool = False
+    close_pending: bool = False
+    """Closed while a call was stuck past the pool's ``close_timeout_s``: whoever holds
+    ``lock`` next (the call returning, or :meth:`SessionPool._discard`) closes the env."""
+    env_closed: bool = False
 
 
 class SessionPool:
@@ -79,12 +86,14 @@ class SessionPool:
         *,
         max_sessions: int = 256,
         idle_timeout_s: float | None = 600.0,
+        close_timeout_s: float = 10.0,
     ):
         if max_sessions < 1:
             raise ValueError(f"Expects max_sessions >= 1, actual: {max_sessions}")
         self._make = make
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
+        self.close_timeout_s = close_timeout_s
         self._sessions: dict[str, Session] = {}
         self._reserved = 0
         self._lock = threading.Lock()
@@ -147,22 +156,71 @@ class SessionPool:
                 return fn(session)
             finally:
                 session.last_used = time.monotonic()
+                if session.close_pending:  # closed while this call ran past the deadline
+                    self._close_env_logged(session)
 
     def close(self, session_id: str, owner: str) -> None:
         session = self.get(session_id, owner)
         self._discard(session)
 
     def _discard(self, session: Session) -> None:
+        """End ``session``: nothing new starts on it; its env is closed once no call runs.
+
+        Waits ``close_timeout_s`` at most for a call in flight; past it the env is left for the
+        call to close when it returns (a call that never returns leaves it, with a log line),
+        so that closing never hangs. ``env.close()``'s exception propagates.
+        """
         with self._lock:
             if self._sessions.get(session.id) is session:
                 del self._sessions[session.id]
-        with session.lock:  # waits for a call in flight; nothing new starts (closed is set)
-            if not session.closed:
-                session.closed = True
-                session.env.close()
+        session.closed = True  # a call that takes the lock after this refuses to run
+        if session.lock.acquire(timeout=self.close_timeout_s):
+            try:
+                self._close_env(session)
+            finally:
+                session.lock.release()
+            return
+        session.close_pending = True
+        # the call may have returned between the timeout and the flag, not seeing it
+        if session.lock.acquire(blocking=False):
+            try:
+                self._close_env(session)
+            finally:
+                session.lock.release()
+            return
+        log.warning(
+            "session %s (%s): a call still runs after %.1f s; its env closes when it returns",
+            session.id,
+            session.env_id,
+            self.close_timeout_s,
+        )
+
+    @staticmethod
+    def _close_env(session: Session) -> None:
+        """Close the env once (the caller holds ``session.lock``)."""
+        if not session.env_closed:
+            session.env_closed = True
+            session.env.close()
+
+    def _close_env_logged(self, session: Session) -> None:
+        try:
+            self._close_env(session)
+        except Exception:
+            log.exception("session %s (%s): env.close() failed", session.id, session.env_id)
+
+    def _discard_logged(self, session: Session) -> None:
+        """:meth:`_discard`, logging a failing ``env.close()`` instead of raising it."""
+        try:
+            self._discard(session)
+        except Exception:
+            log.exception("session %s (%s): env.close() failed", session.id, session.env_id)
 
     def expire_idle(self, now: float | None = None) -> int:
-        """Close the sessions idle longer than ``idle_timeout_s``; returns how many."""
+        """Close the sessions idle longer than ``idle_timeout_s``; returns how many.
+
+        Every stale session is closed (and counted: it is gone from the pool) even when some
+        envs' ``close()`` raise; those are logged.
+        """
         if self.idle_timeout_s is None:
             return 0
         now = time.monotonic() if now is None else now
@@ -173,17 +231,18 @@ class SessionPool:
                 if now - s.last_used > self.idle_timeout_s and not s.lock.locked()
             ]
         for session in stale:
-            self._discard(session)
+            self._discard_logged(session)
         with self._lock:
             self.expired += len(stale)
             self.expired_per_env.update(s.env_id for s in stale)
         return len(stale)
 
     def close_all(self) -> None:
+        """Close every session, even when some envs' ``close()`` raise (logged)."""
         with self._lock:
             sessions = list(self._sessions.values())
         for session in sessions:
-            self._discard(session)
+            self._discard_logged(session)
 
     def counts(self) -> dict[str, int]:
         with self._lock:

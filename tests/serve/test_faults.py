@@ -18,8 +18,9 @@ import pytest
 from websockets.sync.client import connect
 
 from llmgym.serve import ServeConfig, Server
+from llmgym.serve.sessions import SessionPool
 
-from .conftest import http, ws_url
+from .conftest import http, register_declarative, ws_url
 
 DEADLINE_S = 3.0
 
@@ -191,3 +192,122 @@ def test_abrupt_disconnects_leave_nothing_behind() -> None:
     finally:
         srv.stop()
     _until(lambda: threading.active_count() <= threads and _fds() <= fds, 30)
+
+
+# --- envs that fail on close, hang in a call, or take a while to make ------------------------
+
+
+class _PlainEnv(gym.Env):
+    """A one-step text env, the base of the faulty ones below."""
+
+    observation_space = gym.spaces.Text(100)
+    action_space = gym.spaces.Text(100)
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        return "go", {}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return "done", 0.0, True, False, {}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _BadCloseEnv(_PlainEnv):
+    def close(self) -> None:
+        super().close()
+        raise RuntimeError("close failed on purpose")
+
+
+class _StuckEnv(_PlainEnv):
+    """Its step waits for :data:`_RELEASE` (a call stuck in the env)."""
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        _RELEASE.wait(60)
+        return super().step(action)
+
+
+class _SlowMakeEnv(_PlainEnv):
+    def __init__(self) -> None:
+        time.sleep(1.0)
+        super().__init__()
+
+
+_RELEASE = threading.Event()
+BAD_CLOSE, STUCK, SLOW_MAKE = "servetest/BadClose-v0", "servetest/Stuck-v0", "servetest/SlowMake-v0"
+for _id, _cls in ((BAD_CLOSE, _BadCloseEnv), (STUCK, _StuckEnv), (SLOW_MAKE, _SlowMakeEnv)):
+    gym.register(_id, entry_point=_cls, disable_env_checker=True)
+
+
+def _make(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    return gym.make(env_id, disable_env_checker=True, **kwargs)
+
+
+def test_closing_goes_on_past_envs_whose_close_raises(caplog: pytest.LogCaptureFixture) -> None:
+    register_declarative()
+    pool = SessionPool(_make, idle_timeout_s=0.01)
+    made = [pool.create(e, {}, "a") for e in (BAD_CLOSE, "servetest/Capitals-v0", BAD_CLOSE)]
+    plain = pool.create("servetest/Capitals-v0", {}, "a")
+    assert pool.expire_idle(now=time.monotonic() + 1) == 4
+    assert len(pool) == 0 and pool.expired == 4 and all(s.closed for s in made)
+    assert all(s.env.unwrapped.closed for s in made if s.env_id == BAD_CLOSE)
+    assert sum("close failed on purpose" in r.exc_text for r in caplog.records if r.exc_text) == 2
+    assert plain.env_closed
+    again = [pool.create(BAD_CLOSE, {}, "a") for _ in range(3)]
+    pool.close_all()
+    assert len(pool) == 0 and all(s.env.unwrapped.closed for s in again)
+
+
+@pytest.mark.timeout(60)
+def test_the_idle_reaper_outlives_envs_whose_close_raises(start_server: Any) -> None:
+    srv = start_server(
+        ServeConfig(env_ids=[BAD_CLOSE, "servetest/Capitals-v0"], idle_timeout_s=0.2)
+    )
+    for env_id in (BAD_CLOSE, BAD_CLOSE, "servetest/Capitals-v0"):
+        assert http(srv, "POST", "/v1/sessions", {"env_id": env_id})[0] == 201
+    _until(lambda: len(srv.app.pool) == 0, 10)
+    assert http(srv, "POST", "/v1/sessions", {"env_id": "servetest/Capitals-v0"})[0] == 201
+    _until(lambda: len(srv.app.pool) == 0, 10)  # the reaper still runs
+    assert srv.app.pool.expired == 4
+
+
+@pytest.mark.timeout(60)
+def test_closing_a_session_stuck_in_a_call_does_not_hang() -> None:
+    from llmgym.serve.app import create_app
+
+    _RELEASE.clear()
+    app = create_app(ServeConfig(env_ids=[STUCK], close_timeout_s=0.3))
+    service, pool = app.service, app.pool
+    session = pool.create(STUCK, {}, "a")
+    session.env.reset(seed=0)
+    stuck = service.executor.submit(pool.call, session.id, "a", lambda s: s.env.step("x"))
+    _until(session.lock.locked, 10)
+    try:
+        start = time.monotonic()
+        service.shutdown()  # close_all, then the env threads: each waits 0.3 s at most
+        assert time.monotonic() - start < 3.0
+        assert session.closed and len(pool) == 0 and not session.env.unwrapped.closed
+    finally:
+        _RELEASE.set()
+    assert stuck.result(30)[0] == "done"  # the call in flight finishes...
+    assert session.env.unwrapped.closed  # ...and closes the env as it returns
+
+
+@pytest.mark.timeout(60)
+def test_a_create_whose_client_left_is_closed_at_once(start_server: Any) -> None:
+    srv = start_server(ServeConfig(env_ids=[SLOW_MAKE], idle_timeout_s=None))
+    sock = _open(srv)
+    body = json.dumps({"env_id": SLOW_MAKE}).encode()
+    sock.sendall(
+        b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    _until(lambda: srv.app.pool._reserved == 1, 10)  # the env is being made
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    _until(lambda: srv.app.pool.created == 1, 10)
+    _until(lambda: len(srv.app.pool) == 0, 5)

@@ -14,7 +14,7 @@ from websockets.sync.client import connect
 import llmgym
 from llmgym import error, remote
 from llmgym.serve import ServeConfig, Server
-from llmgym.serve.cli import allowed_kwargs, config_from
+from llmgym.serve.cli import allowed_kwargs, config_from, kwarg_maxima
 from llmgym.serve.envargs import KwargPolicy
 from llmgym.serve.limits import TokenBucket
 from llmgym.serve.server import check_bind
@@ -178,6 +178,62 @@ def test_safe_kwargs_pass_and_the_operator_can_allow_more(start_server: Any) -> 
         allowed_kwargs(["tasks"])
 
 
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "bound"),
+    [
+        ("llm/Math-v0", {"timeout_s": 1e9}, "timeout_s=N"),
+        ("llm/Math-v0", {"max_turns": 10**12}, "max_turns=N"),
+        ("llm/Math-v0", {"max_observation_length": 1 << 40}, "max_observation_length=N"),
+        ("llm/Math-v0", {"format_weight": -1e300}, "format_weight=N"),  # any other number
+        ("llm/Math-v0", {"families": [["x", 10**400]]}, "families=N"),  # nested, huge int
+        (DECLARATIVE_ID, {"max_turns": 10**6}, "max_turns=N"),
+    ],
+)
+def test_kwargs_that_size_work_are_bounded(
+    server: Server, env_id: str, kwargs: dict[str, Any], bound: str
+) -> None:
+    before = len(server.app.pool)
+    status, _, doc = http(server, "POST", "/v1/sessions", {"env_id": env_id, "kwargs": kwargs})
+    assert status == 400 and doc["error"]["type"] == "KwargRefused", doc
+    assert f"--kwarg-max {env_id}:{bound}" in doc["error"]["message"], doc
+    assert "bound of" in doc["error"]["message"]
+    assert len(server.app.pool) == before
+
+
+def test_the_built_in_sizing_kwargs_have_bounds_and_the_operator_raises_them() -> None:
+    policy = KwargPolicy(["llm/LongDoc-v0", "llm/Coding-v0"])
+    for env_id, kwargs in (
+        ("llm/LongDoc-v0", {"length_range": [1e12, 1e12]}),
+        ("llm/LongDoc-v0", {"context_budget": 10**9}),
+        ("llm/LongDoc-v0", {"chunk_tokens": 10**9}),
+        ("llm/Coding-v0", {"task_cache": 1e9}),
+        ("llm/Coding-v0", {"max_code_chars": 10**9}),
+    ):
+        with pytest.raises(error.Error, match="bound of"):
+            policy.check(env_id, kwargs)
+    policy.check("llm/LongDoc-v0", {"length_range": [1024, 131072], "max_turns": 8})
+    policy.check("llm/Coding-v0", {"task_cache": 64, "max_turns": None})
+    raised = KwargPolicy(
+        ["llm/LongDoc-v0", "llm/Coding-v0"],
+        kwarg_max={"llm/LongDoc-v0": {"length_range": 1e6}, "*": {"max_turns": 5000}},
+    )
+    raised.check("llm/LongDoc-v0", {"length_range": [1e6, 1e6], "max_turns": 5000})
+    with pytest.raises(error.Error, match="bound of"):
+        raised.check("llm/Coding-v0", {"task_cache": 1e9, "max_turns": 5000})
+    with pytest.raises(error.Error, match="does not serve"):
+        KwargPolicy(["llm/Math-v0"], kwarg_max={"llm/Coding-v0": {"task_cache": 1}})
+    for bad in (float("inf"), float("nan"), -1.0):
+        with pytest.raises(error.Error, match="kwarg_max"):
+            KwargPolicy(["llm/Math-v0"], kwarg_max={"*": {"max_turns": bad}})
+    assert kwarg_maxima(["llm/LongDoc-v0:length_range=1e6", "*:max_turns=50"]) == {
+        "llm/LongDoc-v0": {"length_range": 1e6},
+        "*": {"max_turns": 50.0},
+    }
+    for flag in ("length_range=5", "*:max_turns", "*:max_turns=inf", "*:max_turns=-1", "*:x=a"):
+        with pytest.raises(error.Error, match="ENV_ID:NAME=VALUE"):
+            kwarg_maxima([flag])
+
+
 # --- rates, memory, connections ----------------------------------------------------------------
 
 
@@ -287,6 +343,10 @@ def test_the_command_line_flags_set_the_limits() -> None:
             "100",
             "--request-timeout",
             "7",
+            "--kwarg-max",
+            "llm/Math-v0:timeout_s=120",
+            "--close-timeout",
+            "3",
             "--log-json",
         ]
     )
@@ -294,10 +354,13 @@ def test_the_command_line_flags_set_the_limits() -> None:
     assert (config.workers, config.max_steps_per_s, config.session_steps_per_s) == (3, 50, 5)
     assert (config.max_rss_mb, config.max_connections, config.request_timeout_s) == (4096, 100, 7)
     assert config.allow_kwargs == {"llm/Math-v0": ["tasks"]}
+    assert config.kwarg_max == {"llm/Math-v0": {"timeout_s": 120.0}}
+    assert config.close_timeout_s == 3
     assert config.allowed_origins == ["https://lab.example"] and args.log_json
     defaults = config_from(build_parser().parse_args(["serve"]))
     assert defaults.max_steps_per_s is None and defaults.max_rss_mb is None
     assert defaults.allow_kwargs == {} and defaults.workers == 32
+    assert defaults.kwarg_max == {} and defaults.close_timeout_s == 10
 
 
 def test_token_buckets_refill_at_their_rate() -> None:
