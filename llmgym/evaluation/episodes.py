@@ -91,6 +91,8 @@ class EpisodePlayer:
         """The Ray cluster whose actors hold the envs (None: envs in this process)."""
         self._ray_pools: dict[int, Any] = {}
         self._ray_started = False
+        self._ray_actors = 1
+        """With ``ray``: each entry's pool's ``max_actors`` (set once connected)."""
         self.policy = policy
         self.pending = list(reversed(todo))
         self.on_record = on_record
@@ -117,17 +119,16 @@ class EpisodePlayer:
 
     def _ray_pool(self, entry: int) -> Any:
         """The entry's pool of env actors: one per episode in flight, at most one per CPU of
-        the cluster (made on first use, in the event loop's thread). Idle actors stop after
+        the cluster (made on first use, in the event loop's thread; the cluster's CPUs were
+        counted off the loop when connecting). Idle actors stop after
         a few seconds, so that the next entry's actors get the CPUs (episodes run in plan
         order: an entry's last episodes overlap only the next entry's first ones)."""
         from llmgym.ray import EnvPool
-        from llmgym.ray.cluster import cluster_cpus
 
         if entry not in self._ray_pools:
             e = self.config.envs[entry]
-            actors = min(self.config.concurrency, cluster_cpus())
             self._ray_pools[entry] = EnvPool(
-                e.id, e.kwargs, max_actors=actors, idle_timeout_s=_RAY_IDLE_S
+                e.id, e.kwargs, max_actors=self._ray_actors, idle_timeout_s=_RAY_IDLE_S
             )
         return self._ray_pools[entry]
 
@@ -339,11 +340,15 @@ class EpisodePlayer:
 
     async def run(self) -> None:
         self._finished = asyncio.Event()
+        workers = self.config.env_workers
         if self.ray is not None:
-            from llmgym.ray.cluster import connect
+            from llmgym.ray.cluster import cluster_cpus, connect
 
             self._ray_started = connect(self.ray)
-        workers = self.config.env_workers
+            cpus = await asyncio.to_thread(cluster_cpus)
+            self._ray_actors = min(self.config.concurrency, cpus)
+            # env calls wait on actors: one thread per actor that can be busy at once
+            workers = max(workers, self._ray_actors)
         self._env_pool = ThreadPoolExecutor(workers, "llmgym-env") if workers else None
         self._policy_pool = ThreadPoolExecutor(1, "llmgym-policy")
         try:

@@ -2,7 +2,7 @@
 
 :func:`serve_on_ray` deploys :func:`llmgym.serve.app.create_app` as a Ray Serve ingress with
 ``replicas`` copies behind Ray Serve's HTTP proxy. The envs do not live in the replicas: they live
-in *session hosts*, named detached actors (``<app>-host-<i>`` in the ``llmgym-serve`` namespace),
+in *session hosts*, named detached actors (``<app>-host-<i>-<random>`` in ``llmgym-serve``),
 each a :class:`~llmgym.serve.sessions.SessionPool` of its share of ``max_sessions`` that keeps
 each session's owner (the hash of its creator's token) and runs one call per session at a time.
 A session id names its host, so a request reaching any replica finds the session (requests are
@@ -22,6 +22,7 @@ import signal
 import socket
 import threading
 import time
+import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +33,7 @@ import gymnasium as gym
 from llmgym import error
 from llmgym.ray.actors import apply, describe
 from llmgym.ray.cluster import connect, env_spec, install_specs, ray_module
-from llmgym.ray.env import ActorDied, ActorEnv, fetch
+from llmgym.ray.env import ActorDied, ActorEnv, CallTimedOut, fetch
 from llmgym.serve.app import ServeConfig, create_app, served_env_ids
 from llmgym.serve.server import check_bind
 from llmgym.serve.sessions import Session, SessionPool, TooManySessions, UnknownSession
@@ -48,14 +49,30 @@ def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
 
 
 class _HostSessions(SessionPool):
-    """A host's sessions; their ids start with the host's name, which is how replicas route."""
+    """A host's sessions, under the ids the replicas chose (each starts with the host's index,
+    which is how replicas route; choosing it before the call lets a replica close a session
+    whose create it could not confirm)."""
 
     def __init__(self, prefix: str, **kwargs: Any):
         super().__init__(_make_env, **kwargs)
         self.prefix = prefix
+        self._chosen = threading.local()
 
     def new_session_id(self) -> str:
-        return f"{self.prefix}.{super().new_session_id()}"
+        return str(self._chosen.id)
+
+    def create_as(
+        self, session_id: str, env_id: str, kwargs: dict[str, Any], owner: str
+    ) -> Session:
+        with self._lock:
+            taken = session_id in self._sessions
+        if taken or not session_id.startswith(f"{self.prefix}."):
+            raise error.Error(f"Session id {session_id!r} is not free on host {self.prefix}")
+        self._chosen.id = session_id
+        try:
+            return self.create(env_id, kwargs, owner)
+        finally:
+            del self._chosen.id
 
 
 class SessionHost:
@@ -73,9 +90,11 @@ class SessionHost:
             f"h{index}", max_sessions=max_sessions, idle_timeout_s=idle_timeout_s
         )
 
-    def create(self, env_id: str, kwargs: dict[str, Any], owner: str) -> tuple[str, dict[str, Any]]:
-        session = self.pool.create(env_id, kwargs, owner)
-        return session.id, describe(session.env)
+    def create(
+        self, session_id: str, env_id: str, kwargs: dict[str, Any], owner: str
+    ) -> dict[str, Any]:
+        session = self.pool.create_as(session_id, env_id, kwargs, owner)
+        return describe(session.env)
 
     def describe(self, session_id: str, owner: str) -> tuple[str, dict[str, Any]]:
         session = self.pool.get(session_id, owner)
@@ -140,7 +159,10 @@ def _refuse_local(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
 class RaySessionPool(SessionPool):
     """The sessions of one replica's app: all live in the session hosts, shared by replicas.
 
-    ``len()`` and :meth:`counts` add up the hosts; :meth:`expire_idle` has every host close
+    ``len()`` and :meth:`counts` add up the hosts' counts, waiting at most ``counts_wait_s``
+    for them (``/health`` and ``/metrics`` run on the replica's event loop, and a host busy with
+    slow steps may answer late): a host that has not answered by then counts as it last did,
+    and is not asked again until it answers. :meth:`expire_idle` has every host close
     its idle sessions; :meth:`close_all` (a replica stopping) leaves them: they belong to the
     deployment, whose ``stop()`` stops the hosts.
     """
@@ -152,10 +174,15 @@ class RaySessionPool(SessionPool):
         max_sessions: int,
         idle_timeout_s: float | None,
         timeout_s: float = 300.0,
+        counts_wait_s: float = 1.0,
     ):
         super().__init__(_refuse_local, max_sessions=max_sessions, idle_timeout_s=idle_timeout_s)
         self.hosts = list(hosts)
         self.timeout_s = timeout_s
+        self.counts_wait_s = counts_wait_s
+        self._counting: dict[int, Any] = {}
+        """The ``counts`` call in flight to each host (by index), if any."""
+        self._last_counts: dict[int, dict[str, int]] = {}
         self._next = itertools.count()
         self._known: OrderedDict[tuple[str, str], tuple[str, dict[str, Any]]] = OrderedDict()
 
@@ -182,14 +209,23 @@ class RaySessionPool(SessionPool):
 
     def create(self, env_id: str, kwargs: dict[str, Any], owner: str) -> Session:
         start = next(self._next)
+        token = SessionPool.new_session_id(self)
         for k in range(len(self.hosts)):
-            host = self.hosts[(start + k) % len(self.hosts)]
+            index = (start + k) % len(self.hosts)
+            host, sid = self.hosts[index], f"h{index}.{token}"
             try:
-                sid, desc = fetch(
-                    host.create.remote(env_id, kwargs, owner), self.timeout_s, "creating a session"
+                desc = fetch(
+                    host.create.remote(sid, env_id, kwargs, owner),
+                    self.timeout_s,
+                    "creating a session",
                 )
-            except (TooManySessions, ActorDied):
-                continue  # this host is full (or restarting): the next one
+            except TooManySessions:
+                continue  # this host is full: the next one
+            except (ActorDied, CallTimedOut):
+                # the host may be unreachable for a while yet have made the session: close it
+                # (a call queued behind the create) rather than leak it, and try the next host
+                host.close.remote(sid, owner)
+                continue
             with self._lock:
                 self.created += 1
                 self.created_per_env[env_id] += 1
@@ -225,12 +261,37 @@ class RaySessionPool(SessionPool):
                 continue  # a host restarting holds no session
         return out
 
+    def _host_counts(self) -> list[dict[str, int]]:
+        """Each host's counts, fresh if it answers within ``counts_wait_s``, else its last."""
+        ray = ray_module()
+        with self._lock:
+            for i, host in enumerate(self.hosts):
+                if i not in self._counting:
+                    self._counting[i] = host.counts.remote()
+            asked = dict(self._counting)
+        refs = list(asked.values())
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.counts_wait_s)
+        answered = set(ready)
+        for i, ref in asked.items():
+            if ref not in answered:
+                continue
+            try:
+                counts = fetch(ref, self.counts_wait_s, "counts on a session host")
+            except (ActorDied, CallTimedOut):
+                counts = {}  # a host restarting holds no session
+            with self._lock:
+                if self._counting.get(i) is ref:
+                    del self._counting[i]
+                    self._last_counts[i] = counts
+        with self._lock:
+            return list(self._last_counts.values())
+
     def __len__(self) -> int:
-        return sum(c.get("active", 0) for c in self._each_host("counts"))
+        return sum(c.get("active", 0) for c in self._host_counts())
 
     def counts(self) -> dict[str, int]:
         total: Counter[str] = Counter()
-        for c in self._each_host("counts"):
+        for c in self._host_counts():
             total.update(c)
         return {"active": total.get("active", 0), **total}
 
@@ -311,6 +372,8 @@ class RayServe:
     host_names: list[str]
     _owns_ray: bool
     _owns_serve: bool
+    _deployed: bool = False
+    """Whether this deployment's ``serve.run`` was called (so the app name is its own)."""
 
     def wait(self) -> None:
         """Block until SIGINT or SIGTERM (handled here when called from the main thread)."""
@@ -327,12 +390,14 @@ class RayServe:
 
     def stop(self) -> None:
         """Delete the Serve application and stop its session hosts (and their envs); then
-        Ray Serve and Ray themselves if this deployment started them."""
+        Ray Serve and Ray themselves if this deployment started them. Touches nothing it did
+        not create (an app of the same name deployed by another call is left alone)."""
         ray = ray_module()
         from ray import serve
 
-        with contextlib.suppress(Exception):  # never deployed (a start that failed), or gone
-            serve.delete(self.app_name)
+        if self._deployed:
+            with contextlib.suppress(Exception):  # gone already
+                serve.delete(self.app_name)
         for name in self.host_names:
             try:
                 ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
@@ -371,7 +436,9 @@ def serve_on_ray(
     Returns once the app answers; ``.url`` is where clients connect
     (``llmgym.remote.make(url, env_id)``), ``.stop()`` takes it all down (Ray Serve too, if
     this call started it). A Ray Serve already running on the cluster keeps its proxy's
-    address (its own ``host:port``).
+    address: ``host`` and ``port`` are then ignored, the bind check applies to the proxy's
+    own host, and ``.url`` names it. An ``app_name`` that the cluster's Serve already runs is
+    refused.
     """
     ray = ray_module()
     try:
@@ -388,11 +455,26 @@ def serve_on_ray(
     check_bind(host, config.tokens)
     config = replace(config, env_ids=served_env_ids(config.env_ids))
     specs = [env_spec(e) for e in config.env_ids]
-    port = _free_port(host) if port == 0 else port
     owns_ray = connect(address)
-    names = [f"{app_name}-host-{i}" for i in range(hosts)]
-    owns_serve = not serve.status().proxies  # a Serve already running keeps its proxy's address
-    served = RayServe(f"http://{host}:{port}", app_name, names, owns_ray, owns_serve)
+    try:
+        status = serve.status()
+        owns_serve = not status.proxies  # a Serve already running keeps its proxy's address
+        if app_name in status.applications:
+            raise error.Error(
+                f"Ray Serve on this cluster already runs an app named {app_name!r}; "
+                "stop it or pick another app name"
+            )
+        if owns_serve:
+            port = _free_port(host) if port == 0 else port
+        else:
+            host, port = _running_proxy(config.tokens)
+    except BaseException:
+        if owns_ray:
+            ray.shutdown()
+        raise
+    suffix = uuid.uuid4().hex[:8]  # two deployments' hosts never share a name
+    names = [f"{app_name}-host-{i}-{suffix}" for i in range(hosts)]
+    served = RayServe(_url(host, port), app_name, names, owns_ray, owns_serve)
     try:
         host_class = ray.remote(SessionHost)
         for i, name in enumerate(names):
@@ -405,12 +487,14 @@ def serve_on_ray(
                 max_concurrency=64,
                 num_cpus=cpus_per_host,
             ).remote(i, specs, share, config.idle_timeout_s)
-        serve.start(http_options={"host": host, "port": port}, proxy_location="HeadOnly")
+        if owns_serve:
+            serve.start(http_options={"host": host, "port": port}, proxy_location="HeadOnly")
         deployment = serve.deployment(
             name="llmgym-serve",
             num_replicas=replicas,
             ray_actor_options={"num_cpus": cpus_per_replica},
         )(serve.ingress()(ServeReplica))
+        served._deployed = True  # from here on, whatever runs under the name is this call's
         serve.run(
             deployment.bind(config, specs, names, timeout_s),
             name=app_name,
@@ -422,6 +506,35 @@ def serve_on_ray(
         served.stop()
         raise
     return served
+
+
+def _running_proxy(tokens: list[str]) -> tuple[str, int]:
+    """The ``host, port`` where the cluster's running Serve proxy listens, checked as a bind
+    of this server's (a proxy on all interfaces needs tokens, as ``llmgym serve`` does)."""
+    try:
+        from ray.serve.context import _get_global_client
+
+        client = _get_global_client()  # Ray Serve has no public reader of the proxy's options
+        if client is None:
+            raise error.Error("no Serve controller")
+        options = client.http_config
+        host, port = str(options.host), int(options.port)
+    except Exception as exc:
+        if tokens:
+            raise error.Error(
+                f"Could not read the address of the Ray Serve proxy already running ({exc})"
+            ) from None
+        raise error.Error(
+            "Ray Serve already runs on this cluster and its proxy's address could not be read "
+            f"({exc}): it may listen beyond loopback, so serving there needs --token"
+        ) from None
+    check_bind(host, tokens)
+    return host, port
+
+
+def _url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
 
 
 def _wait_ready(url: str, timeout_s: float) -> None:

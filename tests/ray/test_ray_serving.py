@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +23,9 @@ from llmgym.ray.serving import (  # noqa: E402
     REPLICA_HEADER,
     RayServe,
     RaySessionPool,
+    SessionHost,
+    _running_proxy,
+    _url,
     serve_on_ray,
 )
 from llmgym.serve import ServeConfig  # noqa: E402
@@ -201,3 +205,82 @@ def test_a_dead_host_loses_its_sessions_and_comes_back(served: RayServe) -> None
         created.append(doc["session_id"])
     for sid in alive + created:
         assert alice("DELETE", f"/v1/sessions/{sid}")[0] == 200
+
+
+@pytest.mark.timeout(120)
+def test_a_second_deployment_of_the_same_name_is_refused_and_leaves_the_first(
+    served: RayServe,
+) -> None:
+    config = ServeConfig(env_ids=["llm/Math-v0"], tokens=[ALICE], max_sessions=2)
+    with pytest.raises(llmgym.error.Error, match="already runs an app named"):
+        serve_on_ray(config, replicas=1, port=0, app_name=served.app_name, start_timeout_s=30)
+    with pytest.raises(Exception, match="Prefix / is being used"):  # Serve's own refusal
+        serve_on_ray(config, replicas=1, port=0, app_name="llmgym-other", start_timeout_s=30)
+    for name in served.host_names:  # the first deployment's hosts and app are untouched
+        ray.get_actor(name, namespace=NAMESPACE)
+    alice = Client(served.url, ALICE)
+    status, doc, _ = alice("POST", "/v1/sessions", {"env_id": "llm/Math-v0"})
+    assert status == 201, doc
+    assert alice("DELETE", f"/v1/sessions/{doc['session_id']}")[0] == 200
+
+
+def test_the_running_proxy_address_is_read_from_serve(served: RayServe) -> None:
+    host, port = _running_proxy([])
+    assert host == "127.0.0.1"
+    assert _url(host, port) == served.url
+    assert _url("0.0.0.0", port) == f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.timeout(120)
+def test_a_session_id_is_chosen_by_the_replica_and_never_reused(served: RayServe) -> None:
+    host = ray.get_actor(served.host_names[1], namespace=NAMESPACE)
+    sid, owner = "h1.chosen-id", "owner-hash"
+    assert ray.get(host.create.remote(sid, "llm/Math-v0", {}, owner))["observation_space"]
+    try:
+        for taken in [sid, "h0.on-another-host"]:
+            with pytest.raises(ray.exceptions.RayTaskError, match="not free on host h1"):
+                ray.get(host.create.remote(taken, "llm/Math-v0", {}, owner))
+    finally:
+        ray.get(host.close.remote(sid, owner))
+
+
+@pytest.mark.timeout(120)
+def test_create_fails_over_from_a_dead_host(served: RayServe) -> None:
+    dead = ray.remote(SessionHost).options(num_cpus=0).remote(0, [], 2, None)
+    ray.kill(dead, no_restart=True)
+    live = ray.get_actor(served.host_names[1], namespace=NAMESPACE)
+    pool = RaySessionPool([dead, live], max_sessions=4, idle_timeout_s=None, timeout_s=30)
+    session = pool.create("llm/Math-v0", {}, "owner-hash")  # the dead host is tried first
+    assert session.id.startswith("h1.")
+    assert len(pool) == 1  # the dead host counts as holding nothing
+    pool.close(session.id, "owner-hash")
+    assert len(pool) == 0
+
+
+@pytest.mark.timeout(60)
+def test_counts_never_wait_long_for_a_busy_host(served: RayServe) -> None:
+    class SlowCounts:  # defined here so that Ray ships it by value to the workers
+        """A host whose counts come late (as behind 64 slow steps); for the wait only."""
+
+        def __init__(self, active: int):
+            self.active = active
+
+        def counts(self) -> dict[str, int]:
+            time.sleep(3)
+            return {"active": self.active}
+
+    slow = ray.remote(SlowCounts).options(num_cpus=0).remote(2)
+    try:
+        pool = RaySessionPool([slow], max_sessions=4, idle_timeout_s=None, counts_wait_s=0.2)
+        start = time.monotonic()
+        assert len(pool) == 0 and pool.counts() == {"active": 0}  # nothing known yet
+        assert time.monotonic() - start < 1.5  # one wait, not two: the call in flight is reused
+        deadline = time.monotonic() + 20
+        while len(pool) != 2 and time.monotonic() < deadline:
+            pass
+        assert len(pool) == 2  # known once it answered
+        start = time.monotonic()
+        assert pool.counts() == {"active": 2}  # the last known while the next is in flight
+        assert time.monotonic() - start < 1.0
+    finally:
+        ray.kill(slow)
