@@ -34,6 +34,7 @@ import contextlib
 import itertools
 import json
 import random
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -85,6 +86,7 @@ class HttpTransport:
         max_connections: int,
         timeout_s: float,
         max_reply_bytes: int,
+        ssl_context: ssl.SSLContext | None = None,
     ):
         httpx = dependency("httpx")
         self.httpx = httpx
@@ -96,6 +98,7 @@ class HttpTransport:
             httpx.AsyncClient(
                 base_url=url,
                 headers=headers,
+                verify=ssl_context if ssl_context is not None else True,
                 limits=httpx.Limits(
                     max_connections=size,
                     max_keepalive_connections=size,
@@ -253,6 +256,8 @@ class AsyncClient:
         retries: further attempts of a call that may be sent again (see the module docstring).
         backoff_s: the first wait before a retry; it doubles each time (with jitter).
         max_reply_bytes: the largest reply accepted.
+        ssl_context: for ``https``: the context to verify the server with (a private CA) and
+            to present a client certificate from (mutual TLS); default: the system's CAs.
     """
 
     def __init__(
@@ -267,6 +272,7 @@ class AsyncClient:
         retries: int = 3,
         backoff_s: float = 0.05,
         max_reply_bytes: int = 256 << 20,
+        ssl_context: ssl.SSLContext | None = None,
     ):
         check_url(url)
         if transport not in ("http", "ws"):
@@ -284,7 +290,10 @@ class AsyncClient:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         options = dict(
-            max_connections=max_connections, timeout_s=timeout_s, max_reply_bytes=max_reply_bytes
+            max_connections=max_connections,
+            timeout_s=timeout_s,
+            max_reply_bytes=max_reply_bytes,
+            ssl_context=ssl_context,
         )
         self.transport: Any
         if transport == "ws":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import select
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
@@ -48,8 +49,16 @@ _IDLE_RECONNECT_S = 2.0
 class Connection:
     """One kept-alive HTTP connection to a server, JSON in and out."""
 
-    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 300.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout_s: float = 300.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ):
         parts = check_url(url)
+        self.ssl_context = ssl_context
         self.url = url.rstrip("/")
         self.scheme = parts.scheme
         self.host = str(parts.hostname)
@@ -69,12 +78,14 @@ class Connection:
         ):
             self.close()
         if self._conn is None:
-            cls = (
-                http.client.HTTPSConnection
-                if self.scheme == "https"
-                else http.client.HTTPConnection
-            )
-            self._conn = cls(self.host, self.port, timeout=self.timeout_s)
+            if self.scheme == "https":  # the given context: a private CA, a client certificate
+                self._conn = http.client.HTTPSConnection(
+                    self.host, self.port, timeout=self.timeout_s, context=self.ssl_context
+                )
+            else:
+                self._conn = http.client.HTTPConnection(
+                    self.host, self.port, timeout=self.timeout_s
+                )
         return self._conn
 
     def request(
@@ -150,10 +161,11 @@ class RemoteEnv(LLMEnv):
         *,
         token: str | None = None,
         timeout_s: float = 300.0,
+        ssl_context: ssl.SSLContext | None = None,
         **kwargs: Any,
     ):
         # LLMEnv.__init__ is not called: the task source and the grading live on the server.
-        self.conn = Connection(url, token=token, timeout_s=timeout_s)
+        self.conn = Connection(url, token=token, timeout_s=timeout_s, ssl_context=ssl_context)
         self.env_id = env_id
         self.kwargs = dict(kwargs)
         self.source = None  # type: ignore[assignment]

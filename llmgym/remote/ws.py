@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,8 +132,10 @@ class WsTransport:
         max_connections: int,
         timeout_s: float,
         max_reply_bytes: int,
+        ssl_context: ssl.SSLContext | None = None,
     ):
         self.websockets = dependency("websockets")
+        self.ssl_context = ssl_context
         dependency("websockets.asyncio.client")
         self.url = ("wss" + url[5:] if url.startswith("https") else "ws" + url[4:]) + "/v1/ws"
         self.headers = headers
@@ -162,6 +165,7 @@ class WsTransport:
                 open_timeout=self.timeout_s,
                 ping_timeout=max(20.0, self.timeout_s),
                 proxy=None,  # like the HTTP transport: no proxy from the environment
+                **({"ssl": self.ssl_context} if self.ssl_context is not None else {}),
             )
         except websockets.exceptions.InvalidStatus as exc:
             status = exc.response.status_code

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import gymnasium as gym
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from llmgym import error
@@ -340,11 +341,12 @@ def create_app(config: ServeConfig | None = None, *, pool: SessionPool | None = 
 
     @app.get("/health")
     async def health() -> Response:
-        return ok({"status": "healthy", "sessions": len(pool)})
+        # off the event loop: a pool of remote hosts (Ray) may take a moment to count
+        return ok({"status": "healthy", "sessions": await run_in_threadpool(len, pool)})
 
     @app.get("/metrics")
     async def prometheus() -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
 
     @app.get("/metadata")
     async def metadata() -> Response:

@@ -8,8 +8,11 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from llmgym import error
+
 if TYPE_CHECKING:
     from llmgym.serve.app import ServeConfig
+    from llmgym.serve.server import TLS
 
 
 def add_subparsers(subparsers: Any) -> None:
@@ -129,6 +132,14 @@ def add_subparsers(subparsers: Any) -> None:
         help="mount OpenEnv's server per env at /openenv/<ENV_ID> (auto: if openenv-core is "
         "installed)",
     )
+    p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate chain")
+    p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    p.add_argument(
+        "--tls-client-ca",
+        metavar="PEM",
+        help="mutual TLS: every client must present a certificate signed by this CA (then a "
+        "non-loopback bind needs no token; tokens still separate sessions when given)",
+    )
     p.add_argument(
         "--ray",
         metavar="ADDRESS",
@@ -218,16 +229,34 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
     )
 
 
+def tls_from(args: argparse.Namespace) -> TLS | None:
+    """The ``--tls-*`` flags as a :class:`~llmgym.serve.server.TLS` (None: plain HTTP)."""
+    from llmgym.serve.server import TLS
+
+    cert, key, client_ca = args.tls_cert, args.tls_key, args.tls_client_ca
+    if cert is None and key is None and client_ca is None:
+        return None
+    if cert is None or key is None:
+        raise error.Error("HTTPS needs both --tls-cert and --tls-key")
+    return TLS(cert, key, client_ca)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     config = config_from(args)
+    tls = tls_from(args)
     if args.ray is not None:
+        if tls is not None:
+            raise error.Error(
+                "--tls-* applies to llmgym's own server; under --ray, Ray Serve's "
+                "proxy owns the HTTP connections (terminate TLS in front of it)"
+            )
         return _serve_on_ray(config, args)
     from llmgym.serve.logs import enable_json_logs
     from llmgym.serve.server import Server
 
     if args.log_json:
         enable_json_logs()
-    server = Server(config, host=args.host, port=args.port)
+    server = Server(config, host=args.host, port=args.port, tls=tls)
     print(f"llmgym serve: listening on {server.url}", flush=True)
     print(
         f"  envs: {', '.join(config.env_ids or ['all llm/ envs'])}; "
