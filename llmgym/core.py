@@ -441,18 +441,7 @@ class LLMEnv(gym.Env[str, str]):
                 f"Snapshot of a {state.get('env')!r} env cannot be restored into {type(self).__name__}"
             )
         try:
-            task = Task.from_dict(state["task"])
-            ep = Episode(
-                task=task,
-                messages=_copy_messages(state["messages"]),
-                max_turns=int(state["max_turns"]),
-                mode=state["mode"],
-                subtasks=task.subtask_order() if state["mode"] == "sequential" else [],
-                subtask_index=int(state["subtask_index"]),
-                subtask_rewards=dict(state["subtask_rewards"]),
-                turn=int(state["turn"]),
-                done=bool(state["done"]),
-            )
+            ep = episode_of(state)
             ep.extra = self.load_extra(state["extra"])
             self.np_random.bit_generator.state = copy.deepcopy(state["rng"])
         except (KeyError, TypeError, ValueError, error.InvalidTask) as e:
@@ -544,6 +533,24 @@ class LLMEnv(gym.Env[str, str]):
             is_success=outcome.success,
             feedback=outcome.feedback,
         )
+
+
+def episode_of(state: Mapping[str, Any]) -> Episode:
+    """The episode a :meth:`LLMEnv.get_state` snapshot describes, without the domain's
+    ``extra`` (which only the env's own ``load_extra`` can read). Raises KeyError, TypeError or
+    ValueError on a malformed snapshot."""
+    task = Task.from_dict(state["task"])
+    return Episode(
+        task=task,
+        messages=_copy_messages(state["messages"]),
+        max_turns=int(state["max_turns"]),
+        mode=state["mode"],
+        subtasks=task.subtask_order() if state["mode"] == "sequential" else [],
+        subtask_index=int(state["subtask_index"]),
+        subtask_rewards=dict(state["subtask_rewards"]),
+        turn=int(state["turn"]),
+        done=bool(state["done"]),
+    )
 
 
 def _copy_messages(messages: list[Message]) -> list[Message]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 import gymnasium as gym
 
 from llmgym import error
-from llmgym.core import Episode, LLMEnv
+from llmgym.core import Episode, LLMEnv, episode_of
 from llmgym.ray.cluster import ray_module
 from llmgym.tasks import Task
 
@@ -65,22 +65,6 @@ def fetch(ref: Any, timeout_s: float, what: str) -> Any:
         died = ActorDied(f"{what}: {type(exc).__name__}: {lines[-1 if init_failed else 0]}")
         died.init_failed = init_failed
         raise died from None
-
-
-def episode_of(state: Mapping[str, Any]) -> Episode:
-    """The episode a ``get_state()`` snapshot describes (without the domain's ``extra``)."""
-    task = Task.from_dict(state["task"])
-    return Episode(
-        task=task,
-        messages=copy.deepcopy(state["messages"]),
-        max_turns=int(state["max_turns"]),
-        mode=state["mode"],
-        subtasks=task.subtask_order() if state["mode"] == "sequential" else [],
-        subtask_index=int(state["subtask_index"]),
-        subtask_rewards=dict(state["subtask_rewards"]),
-        turn=int(state["turn"]),
-        done=bool(state["done"]),
-    )
 
 
 class ActorEnv(LLMEnv):

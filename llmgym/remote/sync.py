@@ -23,7 +23,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from llmgym import error
-from llmgym.core import Episode, LLMEnv
+from llmgym.core import Episode, LLMEnv, episode_of
 from llmgym.remote.protocol import (
     IDEMPOTENT_OPS,
     RemoteError,
@@ -254,16 +254,7 @@ class RemoteEnv(LLMEnv):
                 return None
             while "task" not in state and isinstance(state.get("state"), Mapping):
                 state = state["state"]  # a wrapping env's snapshot (Mixture-v0: its member's)
-            self._episode = Episode(
-                task=Task.from_dict(state["task"]),
-                messages=state["messages"],
-                max_turns=int(state["max_turns"]),
-                mode=state["mode"],
-                subtask_index=int(state["subtask_index"]),
-                subtask_rewards=dict(state["subtask_rewards"]),
-                turn=int(state["turn"]),
-                done=bool(state["done"]),
-            )
+            self._episode = episode_of(state)
             self._episode_stale = False
         return self._episode
 

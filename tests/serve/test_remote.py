@@ -131,3 +131,27 @@ def test_every_registered_env_served_passes_the_contract(
     finally:
         env.close()
         local.close()
+
+
+def test_the_mirrored_episode_is_the_servers_in_sequential_subtask_mode(server: Server) -> None:
+    """The client's ``episode`` is read from a snapshot by the core's own reader, so it carries
+    the subtask order too (it used to come back with none)."""
+    env = remote.make(server.url, "llm/Math-v0", subtask_mode="sequential")
+    local = gym.make("llm/Math-v0", subtask_mode="sequential")
+    try:
+        for seed in range(40):
+            env.reset(seed=seed)
+            local.reset(seed=seed)
+            mine, theirs = env.unwrapped.episode, local.unwrapped.episode
+            assert (mine.task.id, mine.subtasks, mine.mode) == (
+                theirs.task.id,
+                theirs.subtasks,
+                theirs.mode,
+            )
+            if len(theirs.subtasks) > 1:
+                break
+        else:
+            pytest.fail("no task with several subtasks in 40 seeds")
+    finally:
+        env.close()
+        local.close()
