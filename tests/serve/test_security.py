@@ -119,7 +119,7 @@ def test_session_limit_then_idle_sessions_expire_and_close_their_env(
 
 
 def test_non_loopback_bind_needs_a_token() -> None:
-    with pytest.raises(error.Error, match="needs a client token"):
+    with pytest.raises(error.Error, match="needs client authentication"):
         check_bind("0.0.0.0", [])
     check_bind("0.0.0.0", ["t"])
     check_bind("127.0.0.1", [])
