@@ -210,8 +210,7 @@ def _rubric(entries: Sequence[Any]) -> tuple[Verifier, float]:
             )
         for key in entry:
             if key not in _RUBRIC_KEYS:
-                close = difflib.get_close_matches(str(key), _RUBRIC_KEYS, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = error.did_you_mean(str(key), _RUBRIC_KEYS)
                 raise error.InvalidSpec(f"{where}: unknown key {key!r}{hint}")
         weight = entry.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:

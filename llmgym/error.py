@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from gymnasium import error as gym_error
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the closest of ``choices`` to ``name``, or ``""``.
+
+    >>> did_you_mean("Math-v1", ["Math-v0", "Coding-v0"])
+    "; did you mean 'Math-v0'?"
+    """
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class Error(gym_error.Error):

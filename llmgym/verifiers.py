@@ -13,7 +13,6 @@ True
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import math
@@ -166,8 +165,7 @@ def check_options(fn: Callable[..., Any], options: Mapping[str, Any], name: str 
         if key not in accepted:
             if free:
                 continue
-            close = difflib.get_close_matches(str(key), list(accepted), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = error.did_you_mean(str(key), accepted)
             raise error.InvalidSpec(
                 f"{label} has no option {key!r}{hint} Its options: {sorted(accepted) or 'none'}"
             )

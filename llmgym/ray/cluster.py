@@ -11,7 +11,6 @@ production cluster: :class:`LoopbackCluster` wraps Ray's own test utility
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -61,8 +60,7 @@ def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     if env_id not in gym.registry:
         import llmgym
 
-        close = difflib.get_close_matches(env_id, list(gym.registry), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = error.did_you_mean(env_id, gym.registry)
         raise error.UnknownEnv(
             f"No registered env {env_id!r}{hint} (llmgym envs: {llmgym.list_envs()})"
         )

@@ -34,7 +34,7 @@ from llmgym import error
 from llmgym.ray.actors import apply, describe
 from llmgym.ray.cluster import connect, env_spec, install_specs, ray_module
 from llmgym.ray.env import ActorDied, ActorEnv, CallTimedOut, fetch
-from llmgym.serve.app import ServeConfig, create_app, served_env_ids
+from llmgym.serve.app import ServeConfig, create_app, served_env, served_env_ids
 from llmgym.serve.server import check_bind
 from llmgym.serve.sessions import Session, SessionPool, TooManySessions, UnknownSession
 
@@ -44,17 +44,13 @@ REPLICA_HEADER = "x-llmgym-replica"
 """The response header naming the replica that answered."""
 
 
-def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
-    return gym.make(env_id, disable_env_checker=True, **kwargs)
-
-
 class _HostSessions(SessionPool):
     """A host's sessions, under the ids the replicas chose (each starts with the host's index,
     which is how replicas route; choosing it before the call lets a replica close a session
     whose create it could not confirm)."""
 
     def __init__(self, prefix: str, **kwargs: Any):
-        super().__init__(_make_env, **kwargs)
+        super().__init__(served_env, **kwargs)
         self.prefix = prefix
         self._chosen = threading.local()
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import hmac
 import ipaddress
 import logging
@@ -127,13 +126,13 @@ def served_env_ids(requested: Iterable[str]) -> list[str]:
     ids = list(requested) or registered
     for env_id in ids:
         if env_id not in gym.registry:
-            close = difflib.get_close_matches(env_id, registered, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = error.did_you_mean(env_id, registered)
             raise error.UnknownEnv(f"No registered env {env_id!r}{hint}")
     return ids
 
 
-def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
+def served_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
+    """How a session's env is built (the client's kwargs already checked), wherever it lives."""
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
@@ -273,7 +272,7 @@ def create_app(config: ServeConfig | None = None, *, pool: SessionPool | None = 
     env_ids = served_env_ids(config.env_ids)
     if pool is None:
         pool = SessionPool(
-            _make_env,
+            served_env,
             max_sessions=config.max_sessions,
             idle_timeout_s=config.idle_timeout_s,
             close_timeout_s=config.close_timeout_s,
@@ -424,7 +423,7 @@ def _metadata(config: ServeConfig, env_ids: list[str]) -> Doc:
 
     envs = {}
     for env_id in env_ids:
-        env = _make_env(env_id, {})
+        env = served_env(env_id, {})
         try:
             envs[env_id] = {**spaces_of(env), "families": llmgym.list_families(env_id)}
         finally:

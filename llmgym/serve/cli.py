@@ -24,7 +24,7 @@ def add_subparsers(subparsers: Any) -> None:
         "/v1/step_batch, the same ops over one WebSocket at /v1/ws, Prometheus metrics at "
         "/metrics, plus OpenEnv's server for each env at /openenv/<ENV_ID> when openenv-core is "
         "installed. Binds loopback by default; any other host needs --token (or "
-        "LLMGYM_SERVE_TOKEN).",
+        "LLMGYM_SERVE_TOKEN) or mutual TLS (--tls-cert, --tls-key, --tls-client-ca).",
     )
     p.add_argument("envs", nargs="*", metavar="ENV_ID", help="envs to serve (default: all)")
     p.add_argument(

@@ -11,7 +11,6 @@ routes, :mod:`llmgym.serve.ws` to WebSocket ops.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import threading
 import time
@@ -169,8 +168,7 @@ class Service:
             raise wire.BadRequest("Expects 'env_id' (a string) to create a session")
         trace.env_id = env_id
         if env_id not in self.env_ids:
-            close = difflib.get_close_matches(env_id, self.env_ids, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = error.did_you_mean(env_id, self.env_ids)
             raise error.UnknownEnv(
                 f"This server does not serve {env_id!r}{hint} (it serves: {', '.join(self.env_ids)})"
             )
