@@ -1105,6 +1105,12 @@ def _reap(pid: int, *, kill: bool) -> _Reaped:
             return _reap(pid, kill=True)
         _kill_group(pid)
         return _Reaped(status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+    return _wait_for(pid)
+
+
+def _wait_for(pid: int) -> _Reaped:
+    """Wait for child ``pid`` to end (as long as it takes; EINTR is retried by Python), then
+    kill whatever it left behind in its process group."""
     try:
         _, status, ru = os.wait4(pid, 0)
     except ChildProcessError:
@@ -1764,18 +1770,16 @@ def _serve_programs(job: dict[str, Any], sock: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         _send_json(sock, {"k": "pid", "pid": pid})
-        status, cpu, maxrss = None, 0.0, 0.0
-        while True:
-            try:
-                _, status, ru = os.wait4(pid, 0)
-                cpu, maxrss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss
-                break
-            except InterruptedError:
-                continue
-            except ChildProcessError:
-                break
-        _kill_group(pid)  # whatever it left behind
-        _send_json(sock, {"k": "exit", "status": status, "cpu": cpu, "maxrss_kb": maxrss})
+        reaped = _wait_for(pid)
+        _send_json(
+            sock,
+            {
+                "k": "exit",
+                "status": reaped.status,
+                "cpu": reaped.cpu,
+                "maxrss_kb": reaped.maxrss_kb,
+            },
+        )
 
 
 def _run_python_code(path: str, code: Any) -> None:
@@ -2056,26 +2060,15 @@ class ProgramRunner:
             except OSError:
                 pass
         wall = time.monotonic() - start
-        status, cpu, maxrss = None, 0.0, 0.0
-        while True:
-            try:
-                _, status, ru = os.wait4(pid, 0)
-                cpu, maxrss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss
-                break
-            except InterruptedError:
-                continue
-            except ChildProcessError:
-                break
-        _kill_group(pid)  # whatever it left behind
+        reaped = _wait_for(pid)
         for fd in (out_r, err_r, pidfd):
             if fd >= 0:
                 os.close(fd)
-        reaped = _Reaped(status, cpu, maxrss)
         fields: dict[str, Any] = {
             "stdout": bytes(out[: self.output_cap]).decode("utf-8", "replace"),
             "wall_s": round(wall, 6),
-            "cpu_s": round(cpu, 6),
-            "mem_mb": _mb(maxrss),
+            "cpu_s": round(reaped.cpu, 6),
+            "mem_mb": _mb(reaped.maxrss_kb),
         }
         if visible:
             fields["stderr"] = err.text()
@@ -2083,6 +2076,7 @@ class ProgramRunner:
             return {**fields, "ok": False, "error": {"type": "timeout"}, "why": "timeout"}
         if why == "output":
             return {**fields, "ok": False, "error": {"type": "output limit"}, "why": "output"}
+        status = reaped.status
         if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             return {**fields, "ok": True}
         error = {"type": "exited", "msg": f"the program {reaped.describe()}"}
