@@ -93,6 +93,30 @@ def test_subtask_dag_order_and_errors():
         Task(id="t", prompt="p", subtasks=({"id": "a", "prompt": ""}, {"id": "a", "prompt": ""}))
 
 
+@given(
+    deps=st.lists(st.sets(st.integers(0, 7), max_size=3), min_size=1, max_size=8),
+    perm_seed=st.integers(0, 1000),
+)
+def test_subtask_order_is_the_first_ready_in_listed_order(deps, perm_seed):
+    """Whatever the listing, the order is: repeatedly, the first listed subtask whose
+    dependencies are done (a DAG: subtask i depends only on lower numbers)."""
+    n = len(deps)
+    listed = list(range(n))
+    random.Random(perm_seed).shuffle(listed)
+    subtasks = tuple(
+        {"id": f"s{i}", "prompt": "", "depends_on": sorted(f"s{d}" for d in deps[i] if d < i)}
+        for i in listed
+    )
+    got = [s.id for s in Task(id="t", prompt="p", subtasks=subtasks).subtask_order()]
+    want, done, pending = [], set(), list(subtasks)
+    while pending:
+        first = next(s for s in pending if set(s["depends_on"]) <= done)
+        want.append(first["id"])
+        done.add(first["id"])
+        pending.remove(first)
+    assert got == want
+
+
 def test_procedural_items_rebuild_from_their_id():
     rng = np.random.default_rng(5)
     for _ in range(50):
@@ -103,6 +127,26 @@ def test_procedural_items_rebuild_from_their_id():
     assert SOURCE.sample(rng, difficulty=0.333).difficulty == 0.33
     assert {SOURCE.sample(rng, family="plus").family for _ in range(5)} == {"plus"}
     assert 0.2 <= SOURCE.sample(rng, difficulty=(0.2, 0.4)).difficulty <= 0.4
+
+
+@given(
+    weights=st.lists(st.floats(0.01, 100), min_size=1, max_size=40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_family_draw_is_numpys_weighted_choice(weights, seed):
+    """The source draws a family exactly as ``rng.choice(n, p=weights)`` would (the same family
+    and the same rng state after), so seeded task streams are what they were with it."""
+    families = [
+        Family(f"f{i}", make_family("x").generate, weight=w) for i, w in enumerate(weights)
+    ]
+    source = ProceduralSource(families, domain="toy")
+    p = np.array([f.weight for f in sorted(families, key=lambda f: f.name)])
+    ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(20):
+        name = source.sample(ours).family
+        want = sorted(f.name for f in families)[int(numpys.choice(len(p), p=p / p.sum()))]
+        numpys.uniform(0.0, 1.0), numpys.integers(0, 2**31 - 1)  # the level and index draws
+        assert name == want
 
 
 @pytest.mark.parametrize("bad", ["add", "add:x:1", "add:0.5:-3", "add:2.0:1", "nope:0.5:1", 7])

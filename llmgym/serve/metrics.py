@@ -124,6 +124,7 @@ class ServeMetrics:
             "llmgym_serve_ws_connections", "WebSocket connections open", registry=reg
         )
         self._step_series: dict[str, tuple[Any, ...]] = {}
+        self._request_series: dict[tuple[str, int], Any] = {}
 
     def observe_reset(self, env_id: str, seconds: float) -> None:
         self.reset_seconds.labels(env_id).observe(seconds)
@@ -160,7 +161,11 @@ class ServeMetrics:
                 self.anomalies.labels(env_id, kind).inc(count)
 
     def count_request(self, route: str, status: int) -> None:
-        self.requests.labels(route, str(status)).inc()
+        series = self._request_series.get((route, status))
+        if series is None:  # routes and statuses are bounded sets: one label lookup each
+            series = self.requests.labels(route, str(status))
+            self._request_series[(route, status)] = series
+        series.inc()
 
     def count_rate_limited(self, scope: str) -> None:
         self.rate_limited.labels(scope).inc()

@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +28,7 @@ from llmgym.serve.limits import RateLimited, RateLimiter, check_memory
 from llmgym.serve.logs import Trace
 from llmgym.serve.metrics import ServeMetrics
 from llmgym.serve.sessions import ServeError, Session, SessionPool
+from llmgym.serve.threads import EnvThreads
 
 if TYPE_CHECKING:
     from llmgym.serve.app import ServeConfig
@@ -123,11 +123,11 @@ class Service:
         self.metrics = metrics
         self.limiter = RateLimiter(config.max_steps_per_s, config.session_steps_per_s)
         self.kwargs = KwargPolicy(env_ids, config.allow_kwargs, config.kwarg_max)
-        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="llmgym-env")
+        self.threads = EnvThreads(config.workers)
 
     async def run(self, fn: Callable[[], T]) -> T:
         """``fn()`` on one of the env threads."""
-        return await asyncio.get_running_loop().run_in_executor(self.executor, fn)
+        return await self.threads.run(fn)
 
     def shutdown(self) -> None:
         """Close every session, then stop the env threads (the server is stopping).
@@ -136,15 +136,7 @@ class Service:
         env threads: a call that never returns leaves its thread behind (logged), not a hang.
         """
         self.pool.close_all()
-        stopping = threading.Thread(
-            target=self.executor.shutdown,
-            kwargs={"wait": True, "cancel_futures": True},
-            name="llmgym-env-shutdown",
-            daemon=True,
-        )
-        stopping.start()
-        stopping.join(self.config.close_timeout_s)
-        if stopping.is_alive():
+        if not self.threads.shutdown(self.config.close_timeout_s):
             log.warning(
                 "env calls still run %.1f s after shutdown began; leaving their threads",
                 self.config.close_timeout_s,

@@ -3,6 +3,7 @@ no session, thread, process, file descriptor or database behind."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ import struct
 import threading
 import time
 import urllib.parse
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -284,7 +286,11 @@ def test_closing_a_session_stuck_in_a_call_does_not_hang() -> None:
     service, pool = app.service, app.pool
     session = pool.create(STUCK, {}, "a")
     session.env.reset(seed=0)
-    stuck = service.executor.submit(pool.call, session.id, "a", lambda s: s.env.step("x"))
+    loop = asyncio.new_event_loop()  # the server's loop, here in a thread of its own
+    looping = threading.Thread(target=loop.run_forever, daemon=True)
+    looping.start()
+    step = partial(pool.call, session.id, "a", lambda s: s.env.step("x"))
+    stuck = asyncio.run_coroutine_threadsafe(service.run(step), loop)  # on an env thread
     _until(session.lock.locked, 10)
     try:
         start = time.monotonic()
@@ -293,8 +299,13 @@ def test_closing_a_session_stuck_in_a_call_does_not_hang() -> None:
         assert session.closed and len(pool) == 0 and not session.env.unwrapped.closed
     finally:
         _RELEASE.set()
-    assert stuck.result(30)[0] == "done"  # the call in flight finishes...
-    assert session.env.unwrapped.closed  # ...and closes the env as it returns
+    try:
+        assert stuck.result(30)[0] == "done"  # the call in flight finishes...
+        assert session.env.unwrapped.closed  # ...and closes the env as it returns
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        looping.join(10)
+        loop.close()
 
 
 @pytest.mark.timeout(60)
