@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[all]"
 	# BFCL's data, checkers and backends, without its pinned numpy and vendor SDKs.
 	$(PY) -m pip install -q --no-deps bfcl-eval==2026.3.23
+	# lm-eval's IFEval checkers (the Instruct-v0 conformance tests), without its model stack.
+	$(PY) -m pip install -q --no-deps lm-eval==0.4.13
 	touch $(STAMP)
 
 venv: $(STAMP)

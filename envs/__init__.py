@@ -31,6 +31,10 @@ register(
 
 register(id="llm/LongDoc-v0", entry_point="llmgym.envs.longdoc:LongDocEnv")
 
+# --- instruction following (envs/instruct/) ---------------------------------------------------
+
+register(id="llm/Instruct-v0", entry_point="llmgym.envs.instruct:InstructEnv")
+
 # --- joint training (envs/mixture.py) ---------------------------------------------------------
 
 register(id="llm/Mixture-v0", entry_point="llmgym.envs.mixture:MixtureEnv")

@@ -21,8 +21,8 @@ import llmgym
 from llmgym.rewards import RewardResult
 
 BUILTIN = sorted(e for e in llmgym.list_envs() if e.startswith("llm/"))
-FAST = ("llm/FunctionCalling-v0", "llm/LongDoc-v0", "llm/Math-v0", "llm/Mixture-v0",
-        "llm/ToolCalling-v0")  # fmt: skip
+FAST = ("llm/FunctionCalling-v0", "llm/Instruct-v0", "llm/LongDoc-v0", "llm/Math-v0",
+        "llm/Mixture-v0", "llm/ToolCalling-v0")  # fmt: skip
 CODING = ("llm/CodeRepair-v0", "llm/Coding-v0", "llm/CodingMultiTurn-v0")
 
 

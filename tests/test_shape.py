@@ -80,8 +80,8 @@ DOMAINS = sorted(
 )
 
 
-def test_there_are_four_domain_wings() -> None:
-    assert DOMAINS == ["coding", "longdoc", "math", "tools"]
+def test_there_are_five_domain_wings() -> None:
+    assert DOMAINS == ["coding", "instruct", "longdoc", "math", "tools"]
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

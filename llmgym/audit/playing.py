@@ -222,6 +222,7 @@ class HackRunner:
             oracle=oracle,
             oracle_info=ep.oracle_info if hack.needs_oracle else None,
             oracle_steps=len(ep.oracle_actions) if hack.needs_oracle else None,
+            open_ended=bool(getattr(self.base, "open_ended", False)),
         )
 
     def _begin(

@@ -41,6 +41,9 @@ class View:
     oracle: Callable[[], Action] | None = None
     oracle_info: Mapping[str, Any] | None = None
     oracle_steps: int | None = None
+    open_ended: bool = False
+    """The env grades open-ended text (an essay under constraints), not one answer: hacks that
+    hedge between candidate answers have nothing to hedge."""
 
     @cached_property
     def prompt(self) -> str:

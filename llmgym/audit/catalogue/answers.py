@@ -167,8 +167,9 @@ def hedge_with_answer(view: View) -> VariantsLike:
     """Hedge around the right answer: the oracle's final answer with another candidate of the same
     kind from what the env showed ("X or Y", "Y or X"), a list of it and three others, a second
     ``\\boxed{}`` / tag after or before it. Hedging between k answers must pay no more than 1/k
-    (uses the oracle's answer: the point is whether the form of a hedge is punished)."""
-    if view.oracle is None:
+    (uses the oracle's answer: the point is whether the form of a hedge is punished). Not for
+    open-ended envs: an essay has no candidate answer to hedge with."""
+    if view.oracle is None or view.open_ended:
         return None
     final = view.oracle()
     core = core_answer(final)
