@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from llmgym import error
+from llmgym.registry import import_callable
 from llmgym.spaces import DEFAULT_MAX_LENGTH, Text
 from llmgym.tasks import Difficulty, Subtask, Task, TaskSource, _draw_difficulty
 from llmgym.verifiers import RewardResult, get_verifier, safe_verify
@@ -21,6 +22,7 @@ Message = dict[str, Any]
 Action = str | Mapping[str, Any]
 
 SUBTASK_MODES = (None, "joint", "sequential")
+_EXTRA_REWARDS = "llmgym.rewards.mixing:build_extra_rewards"
 _OPTION_KEYS = frozenset({"task_id", "task", "difficulty", "family"})
 _MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "reasoning_content"})
 _JOINT_TAG = re.compile(
@@ -180,6 +182,8 @@ class LLMEnv(gym.Env[str, str]):
         family: str | None = None,
         render_mode: str | None = None,
         max_observation_length: int = DEFAULT_MAX_LENGTH,
+        reward_model: Any = None,
+        judge: Any = None,
     ):
         if not isinstance(source, TaskSource):
             raise error.Error(f"Expects a TaskSource, actual type: {type(source).__name__}")
@@ -208,7 +212,15 @@ class LLMEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = Text(max_observation_length)
         self.action_space = Text(None)
+        self.extra_rewards: list[Any] = []
+        """Extra terms scored at the end of an episode (``reward_model=``, ``judge=``): mixed
+        with the verifiable reward by the rule of :mod:`llmgym.rewards.mixing`."""
+        if reward_model is not None or judge is not None:
+            build = import_callable(_EXTRA_REWARDS)  # the rewards layer, reached by name
+            self.extra_rewards = build(reward_model=reward_model, judge=judge)
         lo, hi = self.reward_range
+        hi += sum(term.max_bonus for term in self.extra_rewards)
+        self.reward_range = (lo, hi)
         self.outcome_reward_range = (lo, hi)
         """The range of a plain (subtask-free) episode's reward, whatever the subtask mode."""
         if subtask_mode == "sequential":
@@ -371,6 +383,9 @@ class LLMEnv(gym.Env[str, str]):
             raise error.Error(f"{type(self).__name__} produced a non-finite reward {reward!r}")
         terminated = bool(turn.terminated)
         truncated = not terminated and ep.turn >= ep.max_turns
+        if self.extra_rewards and (terminated or truncated):
+            self._add_extra_rewards(ep, message, turn)
+            reward = float(turn.reward)
         observation = turn.observation
         if not terminated:
             if turn.messages is not None:
@@ -492,6 +507,21 @@ class LLMEnv(gym.Env[str, str]):
         difficulty = options.get("difficulty", self.difficulty)
         family = options.get("family", self.family)
         return self.source.sample(self.np_random, difficulty=difficulty, family=family)
+
+    def _add_extra_rewards(self, ep: Episode, message: Message, turn: Turn) -> None:
+        """Add each extra term's bonus for the episode's last answer to ``turn`` (its reward,
+        a component under the term's name, the term's details in ``info["extra_rewards"]``)."""
+        prompt = next((m["content"] for m in ep.messages if m["role"] == "user"), "")
+        answer = ep.task.answer
+        reference = answer if isinstance(answer, str) else None
+        details = {}
+        for term in self.extra_rewards:
+            bonus, details[term.name] = term(
+                prompt, message["content"], success=turn.is_success, reference=reference
+            )
+            turn.reward = float(turn.reward) + bonus
+            turn.components[term.name] = bonus
+        turn.info["extra_rewards"] = details
 
     def _subtask_info(self, ep: Episode) -> dict[str, Any] | None:
         if ep.mode != "sequential" or ep.subtask_index >= len(ep.subtasks):

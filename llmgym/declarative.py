@@ -89,12 +89,15 @@ class DeclarativeEnv(LLMEnv):
 
     ## Arguments
     ``tasks`` (JSONL path, TaskSource or list), ``verifier`` (a name, a ``"module:function"``
-    path, a callable, or a list of ``{"verifier", "weight", "options", "name"}`` combined as a
-    weighted rubric), ``verifier_options`` (checked against the verifier's signature),
+    path, a callable, or a list of ``{"verifier", "weight", "options", "name", "gate"}`` combined
+    as a weighted rubric; a ``gate: true`` verifier that fails zeroes the reward, as a safety
+    check should; ``requires: <name>`` pays a verifier only when the named one succeeds),
+    ``verifier_options`` (checked against the verifier's signature),
     ``extract`` (``None``, ``"answer_tag"``, ``"answer_line"``, ``"last_line"``, ``"boxed"``,
     ``"regex:<pattern>"``), ``prompt_template``, ``system_prompt``, ``domain``,
     ``reward_range``, ``max_turns``, ``answer_required`` (default True: every task must have
-    an ``answer``; False for a verifier that needs no gold).
+    an ``answer``; False for a verifier that needs no gold), and the core's ``reward_model`` and
+    ``judge`` (extra terms mixed in by the rule of :mod:`llmgym.rewards.mixing`).
 
     ## Version History
     * v0: initial version.
@@ -191,14 +194,19 @@ class DeclarativeEnv(LLMEnv):
         return wrap_for(self.extract_how, str(task.answer))
 
 
-_RUBRIC_KEYS = ("verifier", "weight", "options", "name")
+_RUBRIC_KEYS = ("verifier", "weight", "options", "name", "gate", "requires")
 
 
 def _rubric(entries: Sequence[Any]) -> tuple[Verifier, float]:
     """A verifier that runs several, each weighted (``[{"verifier", "weight", "options",
-    "name"}]``), and the highest score it can give. Components are each verifier's weighted
-    score under its name; the answer succeeds when every verifier says it does."""
+    "name", "gate"}]``), and the highest score it can give. Components are each verifier's
+    weighted score under its name; the answer succeeds when every verifier says it does; when a
+    verifier marked ``gate`` fails, the reward is 0 whatever the others gave; a verifier that
+    ``requires`` another counts only when that one succeeds (style credit for code that works,
+    never for an empty answer)."""
     parts: list[tuple[str, float, Verifier]] = []
+    gates: set[str] = set()
+    requires: dict[str, str] = {}
     for i, entry in enumerate(entries):
         where = f"verifier {i}"
         if isinstance(entry, str):
@@ -226,17 +234,35 @@ def _rubric(entries: Sequence[Any]) -> tuple[Verifier, float]:
             fn = get_verifier(target, **dict(options))
         except error.Error as e:
             raise error.InvalidSpec(f"{where}: {e}") from None
+        gate = entry.get("gate", False)
+        if not isinstance(gate, bool):
+            raise error.InvalidSpec(f"{where}: gate must be true or false, actual: {gate!r}")
+        if gate:
+            gates.add(name)
+        if entry.get("requires") is not None:
+            requires[name] = str(entry["requires"])
         parts.append((name, float(weight), fn))
     if not parts:
         raise error.InvalidSpec("a list of verifiers needs at least one")
+    names = [p[0] for p in parts]
+    for name, needed in requires.items():
+        if needed not in names or needed == name:
+            hint = error.did_you_mean(needed, names)
+            raise error.InvalidSpec(
+                f"verifier {name!r} requires {needed!r}, not another verifier's name{hint}"
+            )
 
     def combined(response: str, gold: Any) -> RewardResult:
         results = [(name, w, safe_verify(fn, response, gold)) for name, w, fn in parts]
-        components = {name: w * r.score for name, w, r in results}
+        succeeded = {name for name, _, r in results if r.success}
+        unpaid = {name for name, needed in requires.items() if needed not in succeeded}
+        components = {name: 0.0 if name in unpaid else w * r.score for name, w, r in results}
         feedback = "; ".join(f"{name}: {r.feedback}" for name, _, r in results if r.feedback)
-        return RewardResult(
-            sum(components.values()), components, feedback, all(r.success for *_, r in results)
-        )
+        gated = [name for name, _, r in results if name in gates and not r.success]
+        total = 0.0 if gated else sum(components.values())
+        if gated:
+            feedback = f"failed {', '.join(gated)}: reward 0; " + feedback
+        return RewardResult(total, components, feedback, all(r.success for *_, r in results))
 
     return combined, sum(w for _, w, _ in parts)
 
@@ -280,6 +306,8 @@ _SPEC_KEYS = {
     "max_turns",
     "description",
     "answer_required",
+    "reward_model",
+    "judge",
 }
 
 
@@ -297,6 +325,8 @@ def register_task_env(
     max_turns: int = 1,
     description: str = "",
     answer_required: bool = True,
+    reward_model: Any = None,
+    judge: Any = None,
     overwrite: bool = False,
 ) -> str:
     """Register an env from tasks (JSONL path or list), a verifier and a prompt template.
@@ -305,7 +335,8 @@ def register_task_env(
     and takes the options given, the template fills), so a bad spec fails at registration,
     not in the middle of training. ``verifier`` may be a list of weighted verifiers
     (``[{"verifier": "exact", "weight": 0.8}, ...]``); ``max_turns`` > 1 gives a wrong answer
-    the verifier's feedback and another try.
+    the verifier's feedback and another try. ``reward_model`` and ``judge`` add the core's
+    extra reward terms (a path or mapping, and a mapping with ``url`` and ``model``).
     """
     if not isinstance(id, str):
         raise error.InvalidSpec(f"Expects the env id as a str, actual type: {type(id).__name__}")
@@ -337,6 +368,9 @@ def register_task_env(
         "max_turns": max_turns,
         "answer_required": answer_required,
     }
+    for key, value in (("reward_model", reward_model), ("judge", judge)):
+        if value is not None:
+            kwargs[key] = value
     env = DeclarativeEnv(**kwargs)  # validates tasks, verifier, extraction
     if prompt_template is not None:
         for task in env.source.iter_tasks(1):
@@ -362,6 +396,16 @@ def _import_beside(folder: Path, verifier: Any) -> None:
             where = str(folder.resolve())
             if where not in sys.path:
                 sys.path.insert(0, where)
+
+
+def _model_beside(folder: Path, spec: Any) -> Any:
+    """A reward model named by a path relative to the spec file, made absolute (a mapping's
+    ``model`` too); a hub id or an absolute path is left as it is."""
+    if isinstance(spec, Mapping) and isinstance(spec.get("model"), str):
+        return {**spec, "model": _model_beside(folder, spec["model"])}
+    if isinstance(spec, str) and (folder / spec).exists():
+        return str((folder / spec).resolve())
+    return spec
 
 
 def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
@@ -413,6 +457,8 @@ def load_spec(path: str | Path, *, overwrite: bool = False) -> list[str]:
         if isinstance(tasks, str):
             tasks = path.parent / tasks
         _import_beside(path.parent, spec.get("verifier"))
+        if "reward_model" in spec:
+            spec["reward_model"] = _model_beside(path.parent, spec["reward_model"])
         try:
             ids.append(register_task_env(spec.pop("id"), tasks, overwrite=overwrite, **spec))
         except error.Error as e:

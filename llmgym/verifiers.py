@@ -102,6 +102,11 @@ _TABLE: dict[str, str | Verifier] = {
     "math_process": "llmgym.rewards.math.process:process_verifier",
     "tool_calls": "llmgym.rewards.tools:tool_call_match",
     "unit_tests": "llmgym.envs.coding.judge.verifier:unit_tests_verifier",
+    "ruff": "llmgym.rewards.compliance:ruff_standards",
+    "format_regex": "llmgym.rewards.compliance:regex_format",
+    "format_json": "llmgym.rewards.compliance:json_format",
+    "process_steps": "llmgym.rewards.compliance:process_steps",
+    "safety": "llmgym.rewards.safety:safety_terms",
 }
 
 
@@ -196,9 +201,25 @@ def get_verifier(name: str | Verifier, **options: Any) -> Verifier:
             f"No verifier named {name!r}; available: {list_verifiers()} or a 'module:function' path"
         )
     if options:
-        check_options(fn, options, name if isinstance(name, str) else "")
+        label = name if isinstance(name, str) else ""
+        check_options(fn, options, label)
+        validate_options(fn, options, label)
         return functools.partial(fn, **options)
     return fn
+
+
+def validate_options(fn: Callable[..., Any], options: Mapping[str, Any], name: str = "") -> None:
+    """Run a verifier's own check of its option values (``fn.validate_options(**options)``,
+    when it has one: a pattern that does not compile, a rule set ruff refuses), so a bad spec
+    fails when it is registered; raises :class:`llmgym.error.InvalidSpec`."""
+    check = getattr(fn, "validate_options", None)
+    if check is None:
+        return
+    try:
+        check(**options)
+    except (ValueError, TypeError) as e:
+        label = f"verifier {name!r}" if name else "the verifier"
+        raise error.InvalidSpec(f"{label}: {e}") from None
 
 
 def safe_verify(verifier: Verifier, response: str, gold: Any) -> RewardResult:
@@ -229,4 +250,5 @@ __all__ = [
     "list_verifiers",
     "register_verifier",
     "safe_verify",
+    "validate_options",
 ]

@@ -38,6 +38,7 @@ HOST_KWARGS: dict[str, str] = {
     "answers": "a data path reads host files",
     "sandbox": "a sandbox backend other than the server's reaches Docker or a Ray cluster",
     "reward_model": "a model loaded by name reads host files or the network",
+    "judge": "a judge endpoint makes the server post prompts and responses to any URL",
     "reward_tokenizer": "a tokenizer loaded by name reads host files or the network",
     "tokenizer": "a tokenizer loaded by name reads host files or the network",
     "verifier": "a 'module:function' verifier imports and runs host code",

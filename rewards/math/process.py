@@ -31,13 +31,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 from llmgym.rewards.base import RewardResult
 from llmgym.rewards.math.verifier import math_equal
+from llmgym.rewards.reward_model import (  # Math-v0's reward model, shared by every env now
+    MAX_RM_CHARS as MAX_RM_CHARS,
+)
+from llmgym.rewards.reward_model import (
+    RewardModel as RewardModel,
+)
+from llmgym.rewards.reward_model import (
+    load_reward_model as load_reward_model,
+)
+from llmgym.rewards.reward_model import (
+    split_steps as split_steps,
+)
 
 MAX_REASONING_CHARS = 50_000
 """The step checker reads at most this many characters of reasoning."""
@@ -564,174 +576,3 @@ def _milestone(item: Milestone | Mapping[str, Any] | str, index: int) -> Milesto
     if isinstance(item, Mapping):
         return Milestone(str(item["id"]), str(item["value"]), tuple(item.get("after", ())))
     return Milestone(f"m{index + 1}", str(item))
-
-
-# --- reward models ------------------------------------------------------------------------------
-
-_STEP_SPLIT = re.compile(r"\n\s*\n|\n(?=\s*(?:step\s*\d+|\d+[.)]\s))", re.IGNORECASE)
-MAX_RM_CHARS = 60_000
-"""Reward models read at most this many characters of a response (the tokenizer truncates too)."""
-
-
-def split_steps(response: str, *, max_steps: int = 32) -> list[str]:
-    """A solution cut into steps: blank-line paragraphs, else lines; the tail beyond
-    ``max_steps`` joins the last step.
-
-    >>> split_steps("Step 1: 2 + 2 = 4\\nStep 2: 4 * 3 = 12\\n\\nSo the answer is 12.")
-    ['Step 1: 2 + 2 = 4', 'Step 2: 4 * 3 = 12', 'So the answer is 12.']
-    """
-    text = response[:MAX_RM_CHARS].strip()
-    parts = [p.strip() for p in _STEP_SPLIT.split(text) if p.strip()]
-    if len(parts) <= 1:
-        parts = [p.strip() for p in text.splitlines() if p.strip()]
-    if len(parts) > max_steps:
-        parts = parts[: max_steps - 1] + ["\n".join(parts[max_steps - 1 :])]
-    return parts or [""]
-
-
-class RewardModel:
-    """A transformers sequence classifier used as a reward in [0, 1].
-
-    ``kind="orm"`` scores the whole ``(prompt, response)``; ``kind="prm"`` scores the prompt
-    with each prefix of the response's steps (:func:`split_steps`) in one batch and
-    aggregates the step scores with ``aggregate`` (``"min"``, ``"mean"``, ``"last"`` or
-    ``"prod"``). A score is the sigmoid of the logit for a one-label head, else the softmax
-    probability of ``label`` (default: the last label, "good"). The pair is encoded with the
-    tokenizer's chat template when it has one, else as a text pair; ``max_length`` truncates.
-
-    >>> rm = RewardModel.from_pretrained("path/to/orm")  # doctest: +SKIP
-    >>> rm.score("What is 2 + 2?", "2 + 2 = 4, so \\\\boxed{4}")  # doctest: +SKIP
-    0.93
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        tokenizer: Any,
-        *,
-        kind: str = "orm",
-        aggregate: str = "min",
-        label: int = -1,
-        max_length: int = 1024,
-        batch_size: int = 16,
-    ):
-        if kind not in ("orm", "prm"):
-            raise ValueError(f"Expects kind 'orm' or 'prm', actual: {kind!r}")
-        if aggregate not in _AGGREGATES:
-            raise ValueError(f"Expects aggregate in {sorted(_AGGREGATES)}, actual: {aggregate!r}")
-        if tokenizer is None:
-            raise ValueError(
-                "A reward model needs its tokenizer: pass reward_tokenizer=, or a path to "
-                "RewardModel.from_pretrained"
-            )
-        self.model = model
-        self.tokenizer = tokenizer
-        self.kind = kind
-        self.aggregate = aggregate
-        self.label = label
-        self.max_length = max_length
-        self.batch_size = batch_size
-        model.eval()
-
-    @classmethod
-    def from_pretrained(cls, path: str, *, device: str | None = None, **kwargs: Any) -> RewardModel:
-        """Load a sequence classifier and its tokenizer from a local path or hub id."""
-        try:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError:
-            from llmgym import error
-
-            raise error.DependencyNotInstalled(
-                "Reward models need transformers and torch; pip install 'llmgym[agents]'"
-            ) from None
-        model = AutoModelForSequenceClassification.from_pretrained(path)
-        if device is not None:
-            model = model.to(device)
-        return cls(model, AutoTokenizer.from_pretrained(path), **kwargs)
-
-    def score(self, prompt: str, response: str) -> float:
-        """The reward for one response, in [0, 1]."""
-        if self.kind == "orm":
-            return self._scores(prompt, [response[:MAX_RM_CHARS]])[0]
-        return _AGGREGATES[self.aggregate](self.step_scores(prompt, response))
-
-    def step_scores(self, prompt: str, response: str) -> list[float]:
-        """The score of each step prefix of the response (one forward pass per batch)."""
-        steps = split_steps(response)
-        prefixes = ["\n\n".join(steps[: i + 1]) for i in range(len(steps))]
-        return self._scores(prompt, prefixes)
-
-    def _scores(self, prompt: str, responses: list[str]) -> list[float]:
-        import torch
-
-        out: list[float] = []
-        device = next(self.model.parameters()).device
-        for start in range(0, len(responses), self.batch_size):
-            batch = self._encode(prompt, responses[start : start + self.batch_size])
-            batch = {k: v.to(device) for k, v in batch.items()}
-            with torch.inference_mode():
-                logits = self.model(**batch).logits.float()
-            if logits.shape[-1] == 1:
-                probs = torch.sigmoid(logits[:, 0])
-            else:
-                probs = torch.softmax(logits, dim=-1)[:, self.label]
-            out.extend(float(p) for p in probs.cpu())
-        return out
-
-    def _encode(self, prompt: str, responses: list[str]) -> Any:
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            texts = [
-                tok.apply_chat_template(
-                    [{"role": "user", "content": prompt}, {"role": "assistant", "content": r}],
-                    tokenize=False,
-                )
-                for r in responses
-            ]
-            return tok(
-                texts,
-                truncation=True,
-                max_length=self.max_length,
-                padding=True,
-                return_tensors="pt",
-            )
-        return tok(
-            [prompt] * len(responses),
-            responses,
-            truncation="longest_first",
-            max_length=self.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
-
-
-_AGGREGATES: dict[str, Callable[[list[float]], float]] = {
-    "min": min,
-    "mean": lambda xs: sum(xs) / len(xs),
-    "last": lambda xs: xs[-1],
-    "prod": math.prod,
-}
-
-
-def load_reward_model(
-    spec: Any,
-    *,
-    tokenizer: Any = None,
-    kind: str = "orm",
-    **kwargs: Any,
-) -> Callable[[str, str], float]:
-    """A ``(prompt, response) -> float`` reward from a :class:`RewardModel`, a local path or
-    hub id, a transformers model (with ``tokenizer``), or any such callable.
-    """
-    if isinstance(spec, RewardModel):
-        return spec.score
-    if isinstance(spec, str):
-        return RewardModel.from_pretrained(spec, kind=kind, **kwargs).score
-    if hasattr(spec, "config") and hasattr(spec, "forward"):
-        return RewardModel(spec, tokenizer, kind=kind, **kwargs).score
-    if callable(spec):
-        return spec  # type: ignore[no-any-return]
-    raise TypeError(
-        "Expects reward_model as a path, a RewardModel, a transformers sequence classifier "
-        f"(with reward_tokenizer) or a callable (prompt, response) -> float; actual: {type(spec).__name__}"
-    )

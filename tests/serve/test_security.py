@@ -133,6 +133,10 @@ def test_kwargs_that_reach_the_host_are_refused(server: Server) -> None:
     for env_id, kwargs, words in (
         ("llm/Math-v0", {"tasks": "/etc/passwd"}, "reads host files"),
         ("llm/Math-v0", {"reward_model": "/root/model"}, "--allow-kwarg llm/Math-v0:reward_model"),
+        # every env takes reward_model= and judge= (the core's extra reward terms)
+        ("llm/ToolCalling-v0", {"reward_model": {"model": "/root/m"}}, "reads host files"),
+        ("llm/ToolCalling-v0", {"judge": {"url": "http://169.254.169.254/v1"}}, "post prompts"),
+        (DECLARATIVE_ID, {"judge": {"url": "http://10.0.0.1:8000/v1"}}, "to any URL"),
         (DECLARATIVE_ID, {"verifier": "os:system"}, "runs host code"),
         (DECLARATIVE_ID, {"prompt_template": "{prompt.__class__.__init__.__globals__}"}, "format"),
         (DECLARATIVE_ID, {"extract": "regex:(a+)+$"}, "backtrack"),
