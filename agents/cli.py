@@ -1,6 +1,6 @@
 """``llmgym sft`` and ``llmgym train`` (GRPO or PPO): trainers from YAML configs.
 
-``llmgym train --config configs/grpo.yaml --set learning_rate=3e-4 --output-dir runs/x``; the
+``llmgym train --config configs/grpo.yaml --model DIR --set learning_rate=3e-4 --output-dir runs/x``; the
 algorithm is the file's ``algo:`` (``grpo`` or ``ppo``) unless ``--algo`` says otherwise. Several
 processes: ``accelerate launch --num_processes 2 --cpu -m llmgym.agents.grpo --config ...``.
 """
@@ -24,12 +24,18 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override a config field (value read as YAML); repeatable",
     )
+    p.add_argument(
+        "--model",
+        help="what to train (overrides model): a save_pretrained directory, a hub id, or tiny",
+    )
     p.add_argument("--output-dir", help="run directory (overrides output_dir)")
     p.add_argument("--resume", action="store_true", help="resume from the run's latest checkpoint")
 
 
 def _extra(args: argparse.Namespace) -> dict[str, Any]:
     extra: dict[str, Any] = {}
+    if args.model:
+        extra["model"] = args.model
     if args.output_dir:
         extra["output_dir"] = args.output_dir
     if args.resume:

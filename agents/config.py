@@ -175,6 +175,91 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+PRECISIONS = ("no", "bf16", "fp16")
+TRACKERS = ("mlflow", "wandb")
+
+
+@dataclass
+class ScaleConfig(TrainConfig):
+    """What a real model (0.5B-8B on GPUs) needs beside :class:`TrainConfig`: adapters, precision,
+    activation checkpointing, the context rule and experiment trackers.
+
+    Every default leaves training exactly as without these fields (full fine-tuning in fp32,
+    metrics.jsonl and TensorBoard only).
+    """
+
+    # --- parameter-efficient training (peft) ------------------------------------------------
+    lora_r: int = 0
+    """LoRA rank; 0 trains every weight. With ``lora_r > 0`` only the adapters train and the KL
+    reference is the same model with its adapters disabled (no second copy of the weights)."""
+    lora_alpha: int = 16
+    """LoRA scaling numerator (the update is scaled by ``lora_alpha / lora_r``)."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' input (kept even with ``disable_dropout``, which covers the base)."""
+    lora_target_modules: list[str] | str = "all-linear"
+    """Modules that get adapters: a list of module names (``[q_proj, v_proj]``, ``[c_attn]``) or
+    ``all-linear`` (every linear layer but the output head)."""
+    load_in_4bit: bool = False
+    """QLoRA: load the base weights in 4-bit NF4 (needs ``lora_r > 0``, CUDA and bitsandbytes)."""
+
+    # --- precision and memory ------------------------------------------------------------------
+    mixed_precision: str | None = None
+    """``no``, ``bf16`` or ``fp16`` autocast; the weights and optimizer state stay fp32. None: what
+    ``accelerate launch`` was configured with (fp32 when run directly). fp16 needs a GPU."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, about a third more compute); the
+    log-prob passes then run over whole sequences instead of sharing each prompt's KV cache."""
+
+    # --- context ------------------------------------------------------------------------------------
+    context_overflow: str = "truncate"
+    """A first prompt that does not fit ``min(max_total_tokens, the model's context)`` with
+    ``max_new_tokens`` after it: ``truncate`` (keep its head and tail, see
+    ``llmgym.agents.hf.fit_prompt``; counted in ``charts/prompt_truncated_frac``) or ``error``
+    (stop with a message before anything is sampled)."""
+
+    # --- tracking ---------------------------------------------------------------------------------
+    trackers: list[str] = field(default_factory=list)
+    """Experiment trackers beside metrics.jsonl and TensorBoard: ``mlflow``, ``wandb``."""
+    tracker_project: str = "llmgym"
+    """MLflow experiment / W&B project name."""
+    mlflow_tracking_uri: str | None = None
+    """MLflow store; None: ``$MLFLOW_TRACKING_URI``, else a local file store in ``<output_dir>/mlruns``."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.lora_r >= 0, f"lora_r must be >= 0 (0: full fine-tuning), got {self.lora_r}")
+        require(self.lora_alpha > 0, f"lora_alpha must be > 0, got {self.lora_alpha}")
+        require(
+            0 <= self.lora_dropout < 1, f"lora_dropout must be in [0, 1), got {self.lora_dropout}"
+        )
+        targets = self.lora_target_modules
+        require(
+            (isinstance(targets, str) and bool(targets))
+            or (
+                isinstance(targets, list)
+                and bool(targets)
+                and all(isinstance(t, str) and t for t in targets)
+            ),
+            "lora_target_modules must be 'all-linear' or a non-empty list of module names",
+        )
+        require(
+            not self.load_in_4bit or self.lora_r > 0,
+            "load_in_4bit (QLoRA) trains adapters on a frozen 4-bit base: set lora_r (e.g. 16)",
+        )
+        require(
+            self.mixed_precision is None or self.mixed_precision in PRECISIONS,
+            f"mixed_precision must be one of {PRECISIONS} (or null), got {self.mixed_precision!r}",
+        )
+        require(
+            self.context_overflow in ("truncate", "error"),
+            f"context_overflow must be 'truncate' or 'error', got {self.context_overflow!r}",
+        )
+        require(
+            isinstance(self.trackers, list) and all(t in TRACKERS for t in self.trackers),
+            f"trackers must be a list drawn from {TRACKERS}, got {self.trackers!r}",
+        )
+
+
 def _coerce(name: str, hint: Any, value: Any) -> Any:
     """YAML reads ``1e-4`` as a string: turn strings into the numbers a field expects."""
     if not isinstance(value, str) or hint is None:

@@ -30,162 +30,22 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.config import ConfigError, TrainConfig, require
-from llmgym.agents.reference import REFERENCE_MODES, k3
+from llmgym.agents.config import ConfigError, require
+from llmgym.agents.grpo_config import LOSS_TYPES, SCALE_REWARDS, GRPOConfig
+from llmgym.agents.reference import k3
 from llmgym.agents.runlog import PhaseClock
 
-LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
-SCALE_REWARDS = ("group", "batch", "none")
-
-
-# --- config ------------------------------------------------------------------------------------
-
-
-@dataclass
-class GRPOConfig(TrainConfig):
-    """GRPO hyper-parameters (and everything :class:`TrainConfig` has)."""
-
-    output_dir: str = "runs/grpo"
-    """Run directory: ``metrics.jsonl``, TensorBoard events, checkpoints and ``final/``."""
-
-    # --- sampling -----------------------------------------------------------------------------
-    prompts_per_step: int = 16
-    """Distinct tasks per step, over all processes."""
-    group_size: int = 8
-    """Episodes per task (G); the advantage of an episode is relative to its group."""
-    max_new_tokens: int = 64
-    """Longest completion per turn."""
-    max_total_tokens: int = 1024
-    """Longest episode (prompt, every turn and env message); an episode that would exceed it ends truncated."""
-    temperature: float = 1.0
-    """Sampling temperature (logprobs are computed at the same temperature)."""
-    top_k: int = 0
-    """Sample among the k most likely tokens (0: all)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1: all)."""
-    env_workers: int = 1
-    """Threads stepping environments (helps envs that wait on sandboxes)."""
-
-    # --- objective ------------------------------------------------------------------------------
-    loss_type: str = "dapo"
-    """Loss aggregation: ``dapo``, ``grpo``, ``bnpo`` or ``dr_grpo`` (see the module docstring)."""
-    scale_rewards: str = "group"
-    """Divide centred rewards by the ``group`` std, the ``batch`` std, or ``none``."""
-    epsilon_low: float = 0.2
-    """Lower clip: ratios below ``1 - epsilon_low`` stop pushing probability down."""
-    epsilon_high: float = 0.28
-    """Upper clip (clip-higher): ratios above ``1 + epsilon_high`` stop pushing probability up."""
-    num_iterations: int = 1
-    """Passes over each batch of rollouts (mu); > 1 reuses samples with importance ratios."""
-    mini_batches: int = 1
-    """Optimizer steps per pass (the batch is split into this many mini-batches)."""
-    mask_truncated_completions: bool = False
-    """Exclude episodes with a completion cut at ``max_new_tokens`` from the loss."""
-    dynamic_sampling: bool = False
-    """Drop groups whose rewards are all equal (they have zero advantage)."""
-    dynamic_sampling_rounds: int = 0
-    """Extra rollout rounds to refill the batch with informative groups (with ``dynamic_sampling``)."""
-
-    # --- KL and reference ------------------------------------------------------------------------
-    beta: float = 0.0
-    """KL coefficient (k3 estimator, in the loss). 0: no reference model is loaded."""
-    reference: str = "fixed"
-    """Reference model when ``beta > 0``: ``fixed``, ``refresh`` (copy the policy every
-    ``ref_update_every`` steps) or ``mix`` (move ``ref_mix_alpha`` toward it every ``ref_update_every`` steps)."""
-    ref_update_every: int = 0
-    """Steps between reference updates for ``refresh`` and ``mix``."""
-    ref_mix_alpha: float = 0.1
-    """Fraction of the way the ``mix`` reference moves toward the policy at each update."""
-    kl_target: float = 0.0
-    """If > 0, adapt ``beta`` so the measured KL tracks this target (adaptive KL controller)."""
-    kl_horizon: int = 10_000
-    """Samples over which the adaptive controller corrects a KL error by at most 20 %."""
-    measure_update_kl: bool = True
-    """Without a reference, log ``kl`` as the KL between the policies before and after each update
-    (one extra no-grad forward pass)."""
-
-    # --- tasks, evaluation ------------------------------------------------------------------------
-    scheduler: dict[str, Any] | None = None
-    """Task scheduler settings (``llmgym.agents.scheduler.SchedulerConfig`` fields), or None to
-    draw tasks from the env's own distribution. ``{}`` uses the defaults."""
-    eval_every: int = 0
-    """Evaluate (greedy) on held-out seeds every N steps (0: never during training)."""
-    eval_episodes: int = 64
-    """Held-out episodes per evaluation."""
-    eval_seed: int = 1_000_000
-    """First held-out seed (training tasks are drawn from a different stream)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require(self.prompts_per_step >= 1, "prompts_per_step must be >= 1")
-        require(
-            self.group_size >= 2,
-            f"group_size must be >= 2 (advantages are relative to the group), got {self.group_size}",
-        )
-        require(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
-        require(
-            self.max_total_tokens > self.max_new_tokens,
-            f"max_total_tokens ({self.max_total_tokens}) must exceed max_new_tokens ({self.max_new_tokens}) "
-            "to leave room for the prompt",
-        )
-        require(self.temperature > 0, "temperature must be > 0 for GRPO (it samples); try 1.0")
-        require(0 < self.top_p <= 1 and self.top_k >= 0, "need 0 < top_p <= 1 and top_k >= 0")
-        require(self.env_workers >= 1, "env_workers must be >= 1")
-        require(
-            self.loss_type in LOSS_TYPES,
-            f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}",
-        )
-        require(
-            self.scale_rewards in SCALE_REWARDS,
-            f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}",
-        )
-        require(
-            0 <= self.epsilon_low < 1 and self.epsilon_high >= 0,
-            f"need 0 <= epsilon_low < 1 and epsilon_high >= 0, got {self.epsilon_low}, {self.epsilon_high}",
-        )
-        require(self.num_iterations >= 1, "num_iterations must be >= 1")
-        require(
-            1 <= self.mini_batches <= self.prompts_per_step * self.group_size,
-            "mini_batches must be between 1 and prompts_per_step * group_size",
-        )
-        require(self.dynamic_sampling_rounds >= 0, "dynamic_sampling_rounds must be >= 0")
-        require(
-            not self.dynamic_sampling_rounds or self.dynamic_sampling,
-            "dynamic_sampling_rounds needs dynamic_sampling: true",
-        )
-        require(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
-        require(
-            self.reference in REFERENCE_MODES,
-            f"reference must be one of {REFERENCE_MODES}, got {self.reference!r}",
-        )
-        require(
-            self.reference == "fixed" or self.ref_update_every >= 1,
-            f"reference: {self.reference} needs ref_update_every >= 1 (steps between updates)",
-        )
-        require(
-            self.reference == "fixed" or self.beta > 0,
-            f"reference: {self.reference} has no effect with beta = 0; set beta > 0 (e.g. 0.04)",
-        )
-        require(0 < self.ref_mix_alpha <= 1, "ref_mix_alpha must be in (0, 1]")
-        require(self.kl_target >= 0, "kl_target must be >= 0 (0: fixed beta)")
-        require(
-            not self.kl_target or self.beta > 0,
-            "kl_target adapts beta, which must start > 0; set beta (e.g. 0.04)",
-        )
-        require(self.kl_horizon >= 1, "kl_horizon must be >= 1")
-        require(
-            self.eval_every >= 0 and self.eval_episodes >= 1,
-            "need eval_every >= 0, eval_episodes >= 1",
-        )
-        require(
-            self.scheduler is None or isinstance(self.scheduler, dict),
-            "scheduler must be a mapping of SchedulerConfig fields (or null)",
-        )
-
+__all__ = [
+    "LOSS_TYPES",
+    "SCALE_REWARDS",
+    "GRPOConfig",
+    "GRPOTrainer",
+    "grpo_loss",
+    "group_advantages",
+]
 
 # --- the objective (pure functions, unit-tested on small tensors) -------------------------------
 
@@ -276,21 +136,23 @@ class GRPOTrainer:
 
     def __init__(self, cfg: GRPOConfig, accelerator: Any = None):
         import torch
-        from accelerate import Accelerator
         from accelerate.utils import set_seed
 
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
+        from llmgym.agents.context import context_budget, reading_kwargs
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.precision import make_accelerator
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
         from llmgym.agents.runlog import MetricsLogger
+        from llmgym.agents.scale import build_trainable_model, reference_for
         from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
-        from llmgym.agents.tiny import load_model_and_tokenizer
+        from llmgym.agents.tracking import open_trackers
 
         self.cfg = cfg
         # --- processes and seeding ------------------------------------------------------------
         set_torch_threads(cfg.torch_threads)
-        self.accelerator = accelerator or Accelerator()
+        self.accelerator = accelerator or make_accelerator(cfg.mixed_precision)
         acc = self.accelerator
         self.rank, self.world = acc.process_index, acc.num_processes
         total = cfg.prompts_per_step * cfg.group_size
@@ -304,20 +166,17 @@ class GRPOTrainer:
         self.gens = Generators(cfg.seed, self.rank, device=acc.device)
 
         # --- model, optimizer, reference --------------------------------------------------------
-        model, self.tokenizer = load_model_and_tokenizer(cfg.model)
-        if cfg.disable_dropout:
-            disable_dropout(model)
+        model, self.tokenizer = build_trainable_model(cfg, disable_dropout)
         model.train()
+        # The longest episode: the config's max_total_tokens, capped by the model's context.
+        self.max_total = context_budget(
+            model, self.tokenizer, cfg.max_total_tokens, cfg.max_new_tokens
+        )
         optimizer, lr_sched = build_optimizer(model.parameters(), cfg, cfg.total_steps)
         self.model, self.optimizer, self.lr_scheduler = acc.prepare(model, optimizer, lr_sched)
-        self.ref: ReferenceModel | None = None
+        self.ref: Any = None  # ReferenceModel, or AdapterReference (the base) under LoRA
         if cfg.beta > 0:
-            self.ref = ReferenceModel(
-                acc.unwrap_model(self.model),
-                mode=cfg.reference,
-                update_every=cfg.ref_update_every,
-                alpha=cfg.ref_mix_alpha,
-            )
+            self.ref = reference_for(cfg, self.model, acc.unwrap_model(self.model), ReferenceModel)
         self.kl_ctl = (
             AdaptiveKLController(cfg.beta, target=cfg.kl_target, horizon=cfg.kl_horizon)
             if cfg.kl_target
@@ -325,8 +184,15 @@ class GRPOTrainer:
         )
 
         # --- environments and task scheduler -----------------------------------------------------
-        self.envs = [make_env(cfg.env_id, cfg.env_kwargs) for _ in range(self.local_n)]
-        self.probe_env = make_env(cfg.env_id, cfg.env_kwargs)
+        env_kwargs = {
+            **cfg.env_kwargs,
+            **reading_kwargs(
+                cfg.env_id, cfg.env_kwargs, self.tokenizer, self.max_total, cfg.max_new_tokens
+            ),
+        }  # a long-document env whose documents cannot fit reads them chunk by chunk
+        self.env_kwargs = env_kwargs
+        self.envs = [make_env(cfg.env_id, env_kwargs) for _ in range(self.local_n)]
+        self.probe_env = make_env(cfg.env_id, env_kwargs)
         self.max_turns = int(getattr(self.probe_env.unwrapped, "max_turns", 1))
         self.scheduler: TaskScheduler | None = None
         if cfg.scheduler is not None:
@@ -343,7 +209,10 @@ class GRPOTrainer:
         ckpt = resume_point(cfg.output_dir, cfg.resume)
         acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
-            cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
+            cfg.output_dir,
+            tensorboard=cfg.tensorboard,
+            enabled=acc.is_main_process,
+            trackers=open_trackers(cfg, "grpo") if acc.is_main_process else [],
         )
         if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
@@ -390,7 +259,8 @@ class GRPOTrainer:
                 seeds=[t.seed for t in mine],
                 options=[t.options() for t in mine],
                 max_new_tokens=cfg.max_new_tokens,
-                max_total_tokens=cfg.max_total_tokens,
+                max_total_tokens=self.max_total,
+                context_overflow=cfg.context_overflow,
                 temperature=cfg.temperature,
                 top_k=cfg.top_k,
                 top_p=cfg.top_p,
@@ -527,7 +397,10 @@ class GRPOTrainer:
         on_policy = cfg.num_iterations == 1 and cfg.mini_batches == 1
         old_lp = None if on_policy else no_grad_logprobs(self.model)
         pre_lp = torch.zeros(n, width, device=dev)  # kept for the update KL
-        ref_lp = no_grad_logprobs(self.ref.model) if self.ref is not None else None  # beta > 0 only
+        ref_lp = None
+        if self.ref is not None:  # beta > 0 only
+            with self.ref.active():
+                ref_lp = no_grad_logprobs(self.ref.model)
 
         sums: dict[str, float] = {
             "tokens": 0.0,
@@ -719,10 +592,10 @@ class GRPOTrainer:
                 self._unwrapped(),
                 self.tokenizer,
                 cfg.env_id,
-                cfg.env_kwargs,
+                self.env_kwargs,
                 seeds=seeds,
                 max_new_tokens=cfg.max_new_tokens,
-                max_total_tokens=cfg.max_total_tokens,
+                max_total_tokens=self.max_total,
             )
             self._unwrapped().train()
             result = [
@@ -738,10 +611,15 @@ class GRPOTrainer:
         return out
 
     def save_model(self, path: str | Path) -> None:
-        """The policy and tokenizer with ``save_pretrained`` (``hf:<path>`` loads it)."""
+        """The policy and tokenizer with ``save_pretrained`` (``hf:<path>`` loads it); under
+        LoRA the merged model, its adapters in ``<path>/adapter``."""
+        from llmgym.agents.peft_adapters import is_peft, save_for_evaluation
+
         acc = self.accelerator
         acc.wait_for_everyone()
-        if acc.is_main_process:
+        if acc.is_main_process and is_peft(self._unwrapped()):  # merged, adapters in adapter/
+            save_for_evaluation(self._unwrapped(), self.tokenizer, path)
+        elif acc.is_main_process:
             self._unwrapped().save_pretrained(path)
             self.tokenizer.save_pretrained(path)
         acc.wait_for_everyone()

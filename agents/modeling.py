@@ -371,6 +371,12 @@ def completion_logprobs(
     """
     import torch
 
+    from llmgym.agents.precision import is_checkpointing
+
+    if is_checkpointing(model):  # a checkpointed block drops the KV cache it is handed
+        return full_sequence_logprobs(
+            model, batch, temperature=temperature, with_entropy=with_entropy
+        )
     pids, pmask, of = batch.prompt_ids, batch.prompt_mask, batch.prompt_of
     lengths = pmask.sum(1)
     if _has_dropout(model):  # a shared prompt pass would share its dropout masks: one per episode
@@ -442,6 +448,39 @@ def completion_logprobs(
     return assemble(lps), assemble(ents)
 
 
+def full_sequence_logprobs(
+    model: Any, batch: CompletionBatch, *, temperature: float = 1.0, with_entropy: bool = False
+) -> tuple[Any, Any]:
+    """What :func:`completion_logprobs` returns, from one pass over each episode's whole sequence
+    (its prompt left-padded, then its tokens) without a KV cache: the path for gradient
+    checkpointing, which recomputes blocks and cannot carry a cache between passes."""
+    import torch
+
+    of, mask, ids = batch.prompt_of, batch.mask, batch.ids
+    lengths = batch.prompt_mask.sum(1)[of]
+    width_p, width = batch.prompt_ids.shape[1], ids.shape[1]
+    # Left-pad each prompt so every one ends at column width_p - 1.
+    shift = (width_p - lengths)[:, None]
+    cols = (torch.arange(width_p, device=ids.device)[None, :] - shift).clamp(min=0)
+    prompt_mask = (torch.arange(width_p, device=ids.device)[None, :] >= shift).long()
+    prompt = batch.prompt_ids[of].gather(1, cols) * prompt_mask
+    input_ids = torch.cat([prompt, ids], 1)
+    attention = torch.cat([prompt_mask, mask], 1)
+    positions = (attention.cumsum(1) - 1).clamp(min=0)
+    extra = {"logits_to_keep": width + 1} if "logits_to_keep" in _forward_parameters(model) else {}
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=positions,
+        use_cache=False,
+        **extra,
+    )
+    logits = out.logits[:, -(width + 1) : -1]  # position p predicts token p + 1
+    lp, ent = selective_logprobs(logits, ids, temperature=temperature, with_entropy=with_entropy)
+    keep = batch.loss_mask.to(lp.dtype)
+    return lp * keep, ent * keep if ent is not None else None
+
+
 def length_buckets(lengths: Sequence[int], cost: int) -> list[list[int]]:
     """Row indices in runs of similar length, chosen so that padding every run to its own longest
     row, plus ``cost`` per run, adds up to the least (an exact search over the sorted lengths).
@@ -490,6 +529,8 @@ def _forward_parameters(model: Any) -> set[str]:
 
     while hasattr(model, "module"):  # DistributedDataParallel and other wrappers
         model = model.module
+    if hasattr(model, "get_base_model"):  # peft: its forward takes **kwargs for the base's
+        model = model.get_base_model()
     return set(inspect.signature(model.forward).parameters)
 
 

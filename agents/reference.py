@@ -17,6 +17,7 @@ scales the KL coefficient so the measured KL tracks a target.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -57,6 +58,10 @@ class ReferenceModel:
         self.model.eval()
         self.model.requires_grad_(False)
         self.updates = 0
+
+    def active(self) -> contextlib.AbstractContextManager[None]:
+        """Where ``self.model`` computes the reference's outputs (always: it is its own copy)."""
+        return contextlib.nullcontext()
 
     def update(self, policy: Any, step: int) -> bool:
         """Apply the mode's update after training step ``step``; True when the reference changed."""

@@ -53,6 +53,8 @@ class Trajectory:
     """The episode ended without terminating (max turns or the context limit)."""
     completion_truncated: bool = False
     """Some completion was cut at ``max_new_tokens`` before its stop token."""
+    prompt_truncated: bool = False
+    """The first prompt did not fit the context and was cut (:func:`llmgym.agents.hf.fit_prompt`)."""
     exec_statuses: list[str] = field(default_factory=list)
     """Sandbox statuses reported in ``info["exec"]`` by code-running envs."""
     env_error: str | None = None
@@ -83,6 +85,7 @@ class Trajectory:
             num_turns=self.num_turns,
             completion_truncated=self.completion_truncated,
             truncated=self.truncated,
+            prompt_truncated=self.prompt_truncated,
             env_error=self.env_error,
             exec_statuses=list(self.exec_statuses),
         )
@@ -102,6 +105,7 @@ class EpisodeSummary:
     truncated: bool
     env_error: str | None
     exec_statuses: list[str]
+    prompt_truncated: bool = False
 
 
 @dataclass
@@ -135,8 +139,13 @@ def collect(
     generator: Any = None,
     env_workers: int = 1,
     timings: dict[str, float] | None = None,
+    context_overflow: str = "truncate",
 ) -> list[Trajectory]:
-    """Run one episode in each env (reset with ``seeds[i]`` and ``options[i]``) to its end."""
+    """Run one episode in each env (reset with ``seeds[i]`` and ``options[i]``) to its end.
+
+    A first prompt with no room for ``max_new_tokens`` within ``max_total_tokens`` is cut by
+    :func:`llmgym.agents.hf.fit_prompt` (``context_overflow="truncate"``) or raises
+    :class:`llmgym.error.Error` (``"error"``) before anything is sampled."""
     if not len(envs) == len(seeds) == len(options):
         raise error.Error("collect() needs one seed and one options entry per env")
     pad_id = (
@@ -155,6 +164,8 @@ def collect(
     live = run(
         lambda i: _start(envs[i], seeds[i], options[i], tokenizer, rendered), range(len(envs))
     )
+    for ep in live:  # room for a whole turn and the end token closing a cut completion
+        _fit_first_prompt(ep.traj, max_total_tokens - max_new_tokens - 1, context_overflow)
     timings["env_s"] = timings.get("env_s", 0.0) + time.perf_counter() - t0
     try:
         while True:
@@ -223,6 +234,25 @@ def _start(
     return _Live(env=env, traj=traj, messages=messages, tools=tools)
 
 
+def _fit_first_prompt(traj: Trajectory, room: int, overflow: str) -> None:
+    """Apply the context rule (:mod:`llmgym.agents.context`) to an episode's first prompt."""
+    from llmgym.agents.hf import fit_prompt
+
+    n = traj.prompt_length
+    if n <= room:
+        return
+    if overflow == "error" or room < 1:
+        raise error.Error(
+            f"Task {traj.task_id}: its prompt has {n} tokens and leaves no room for "
+            f"max_new_tokens within the episode budget ({room} tokens for the prompt); raise "
+            "max_total_tokens (up to the model's context), lower max_new_tokens, or set "
+            "context_overflow: truncate"
+        )
+    traj.token_ids = fit_prompt(traj.token_ids, room)
+    traj.loss_mask, traj.logprobs = [0] * room, [0.0] * room
+    traj.prompt_length, traj.prompt_truncated = room, True
+
+
 def _advance(
     ep: _Live,
     completion: list[int],
@@ -269,8 +299,8 @@ def _advance(
     traj.token_ids.extend(delta)
     traj.loss_mask.extend([0] * len(delta))
     traj.logprobs.extend([0.0] * len(delta))
-    if len(traj.token_ids) + max_new_tokens > max_total_tokens:
-        traj.truncated = True  # the next turn would not fit the context
+    if len(traj.token_ids) + max_new_tokens + 1 > max_total_tokens:
+        traj.truncated = True  # the next turn (and its closing token) would not fit the context
         ep.done = True
 
 
@@ -332,6 +362,8 @@ def rollout_metrics(trajs: Sequence[Trajectory | EpisodeSummary]) -> dict[str, f
         "charts/episode_truncated_frac": sum(t.truncated for t in trajs) / n,
         "charts/env_error_frac": sum(t.env_error is not None for t in trajs) / n,
     }
+    if any(t.prompt_truncated for t in trajs):
+        out["charts/prompt_truncated_frac"] = sum(t.prompt_truncated for t in trajs) / n
     for domain in sorted({t.domain for t in trajs}):
         group = [t for t in trajs if t.domain == domain]
         out[f"rewards/{domain}"] = sum(t.reward for t in group) / len(group)

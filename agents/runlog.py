@@ -34,7 +34,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,21 @@ CONFIG_FILE = "config.yaml"
 
 
 class MetricsLogger:
-    """Appends metrics to ``metrics.jsonl`` (and TensorBoard); only the main process writes."""
+    """Appends metrics to ``metrics.jsonl`` (and TensorBoard, and any ``trackers``: objects with
+    ``log(step, record)`` and ``close()``, see :mod:`llmgym.agents.tracking`); only the main
+    process writes."""
 
-    def __init__(self, run_dir: str | Path, *, tensorboard: bool = True, enabled: bool = True):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        tensorboard: bool = True,
+        enabled: bool = True,
+        trackers: Sequence[Any] = (),
+    ):
         self.run_dir = Path(run_dir)
         self.enabled = enabled
+        self.trackers = list(trackers)
         self._tb: Any = None
         self._file: Any = None
         if not enabled:
@@ -80,6 +90,8 @@ class MetricsLogger:
             for key, value in record.items():
                 if key not in ("step", "time"):
                     self._tb.add_scalar(key, value, step)
+        for tracker in self.trackers:
+            tracker.log(step, record)
         return record
 
     def truncate_after(self, step: int) -> None:
@@ -103,6 +115,8 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+        while self.trackers:
+            self.trackers.pop().close()
 
     def __enter__(self) -> MetricsLogger:
         return self
