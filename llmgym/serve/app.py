@@ -21,8 +21,9 @@ Security: with ``tokens`` set, every request but ``/health`` (WebSockets include
 ``Authorization: Bearer <token>``; a session answers only to the token that created it. Without
 tokens (loopback only), a request a browser sends from another site (an ``Origin`` header that
 is neither allowed nor this loopback server itself) is refused, so that a web page cannot drive
-the envs. Bodies over ``max_body_bytes`` and actions over ``max_action_chars`` are refused
-(413); env kwargs, memory and steps/s are limited by :mod:`llmgym.serve.envargs` and
+the envs. Bodies over ``max_body_bytes``, actions over ``max_action_chars`` and steps that
+would take a session's conversation past ``max_session_chars`` are refused (413); env kwargs,
+memory and steps/s are limited by :mod:`llmgym.serve.envargs` and
 :mod:`llmgym.serve.limits`.
 """
 
@@ -72,6 +73,10 @@ class ServeConfig:
     """Largest request body, and largest WebSocket frame."""
     max_action_chars: int = 1 << 20
     """Largest action (text, or the JSON of a message dict)."""
+    max_session_chars: int | None = 8 << 20
+    """Characters of conversation one session may hold (its episode's messages, observations
+    included): a step that would go past it is refused (413) until the session resets; with
+    ``max_sessions`` it bounds what clients can make the server hold (None: no limit)."""
     openenv: bool = False
     """Also mount OpenEnv's server for each env at ``/openenv/<env id>`` (needs openenv-core)."""
     workers: int = 32
@@ -106,6 +111,10 @@ class ServeConfig:
             raise error.Error(f"Expects max_sessions >= 1, actual: {self.max_sessions}")
         if self.max_body_bytes < 1024 or self.max_action_chars < 1:
             raise error.Error("Expects max_body_bytes >= 1024 and max_action_chars >= 1")
+        if self.max_session_chars is not None and self.max_session_chars < 1:
+            raise error.Error(
+                f"Expects max_session_chars >= 1 or None, actual: {self.max_session_chars}"
+            )
         for name in ("workers", "max_connections", "max_ws_inflight"):
             if getattr(self, name) < 1:
                 raise error.Error(f"Expects {name} >= 1, actual: {getattr(self, name)}")
@@ -439,6 +448,7 @@ def _metadata(config: ServeConfig, env_ids: list[str]) -> Doc:
             "idle_timeout_s": config.idle_timeout_s,
             "max_body_bytes": config.max_body_bytes,
             "max_action_chars": config.max_action_chars,
+            "max_session_chars": config.max_session_chars,
             "max_steps_per_s": config.max_steps_per_s,
             "session_steps_per_s": config.session_steps_per_s,
             "max_ws_inflight": config.max_ws_inflight,

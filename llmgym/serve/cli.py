@@ -52,6 +52,13 @@ def add_subparsers(subparsers: Any) -> None:
     p.add_argument("--max-body-bytes", type=int, default=8 << 20, help="largest request body")
     p.add_argument("--max-action-chars", type=int, default=1 << 20, help="largest action")
     p.add_argument(
+        "--max-session-chars",
+        type=int,
+        default=8 << 20,
+        help="characters of conversation one session may hold (default 8Mi; 0: no limit): "
+        "a step past it is refused until the session resets",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=32,
@@ -215,6 +222,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         idle_timeout_s=args.idle_timeout if args.idle_timeout > 0 else None,
         max_body_bytes=args.max_body_bytes,
         max_action_chars=args.max_action_chars,
+        max_session_chars=args.max_session_chars or None,
         openenv=args.openenv == "on" or (args.openenv == "auto" and has_openenv),
         workers=args.workers,
         max_steps_per_s=args.max_steps_per_s,

@@ -104,6 +104,26 @@ def _llm(session: Session) -> LLMEnv:
     return base
 
 
+class SessionTooLarge(wire.PayloadTooLarge):
+    """A step that would take a session's conversation past ``max_session_chars``."""
+
+
+def conversation_chars(info: Any) -> int | None:
+    """Characters of the conversation an env reports in ``info["messages"]`` (None: it
+    reports none). Text content counts its length; anything else its JSON."""
+    messages = info.get("messages") if isinstance(info, dict) else None
+    if not isinstance(messages, list):
+        return None
+    total = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and len(m) <= 2:  # {"role", "content"}: no JSON needed
+            total += len(content)
+        else:
+            total += wire.action_size(m)
+    return total
+
+
 def _session_id(doc: Doc) -> str:
     sid = wire.field_of(doc, "session_id", (str,))
     if sid is None:
@@ -186,20 +206,34 @@ class Service:
             start = time.perf_counter()
             obs, info = s.env.reset(seed=seed, options=options)
             self.metrics.observe_reset(s.env_id, time.perf_counter() - start)
+            held = conversation_chars(info)
+            s.held_chars = wire.action_size(obs) if held is None else held
             return {"observation": obs, "info": info}
 
         return await self.run(lambda: self._on_session(owner, doc, trace, fn))
 
-    def _check_action(self, doc: Doc) -> Any:
+    def _check_action(self, doc: Doc) -> tuple[Any, int]:
+        """The step's action and its size in characters (refused past ``max_action_chars``)."""
         if "action" not in doc:
             raise wire.BadRequest("Expects 'action' (text or an OpenAI-style message) to step")
         action = doc["action"]
-        if wire.action_size(action) > self.config.max_action_chars:
+        size = wire.action_size(action)
+        if size > self.config.max_action_chars:
             raise wire.PayloadTooLarge(
                 f"The action is over the server's limit of {self.config.max_action_chars} "
                 "characters"
             )
-        return action
+        return action, size
+
+    def _check_held(self, s: Session, size: int) -> None:
+        """Refuse a step that would take the session's conversation past its budget."""
+        limit = self.config.max_session_chars
+        if limit is not None and s.held_chars + size > limit:
+            raise SessionTooLarge(
+                f"Session {s.id} holds {s.held_chars} characters of conversation; a step of "
+                f"{size} more would pass the server's per-session limit of {limit} (reset the "
+                "session, or close it)"
+            )
 
     def _take_global_token(self) -> None:
         try:
@@ -209,20 +243,24 @@ class Service:
             raise
 
     async def step(self, owner: str, doc: Doc, trace: Trace) -> Doc:
-        action = self._check_action(doc)
+        action, size = self._check_action(doc)
         self._take_global_token()
 
         def fn(s: Session) -> Doc:
             try:
+                self._check_held(s, size)
                 self.limiter.take_session(s.id)
-            except RateLimited:
+            except (RateLimited, SessionTooLarge) as exc:
                 self.limiter.give_back_global()
-                self.metrics.count_rate_limited("session")
+                if isinstance(exc, RateLimited):
+                    self.metrics.count_rate_limited("session")
                 raise
             start = time.perf_counter()
             obs, reward, terminated, truncated, info = s.env.step(action)
             seconds = time.perf_counter() - start
             s.steps += 1
+            held = conversation_chars(info)
+            s.held_chars = s.held_chars + size + wire.action_size(obs) if held is None else held
             reward = wire.finite(float(reward))
             ended = bool(terminated or truncated)
             self.metrics.observe_step(s.env_id, seconds, reward, ended, info)
@@ -237,7 +275,7 @@ class Service:
         try:
             return await self.run(lambda: self._on_session(owner, doc, trace, fn))
         except ServeError as exc:
-            if not isinstance(exc, RateLimited):  # an unknown session: its token was taken
+            if not isinstance(exc, (RateLimited, SessionTooLarge)):  # an unknown session
                 self.limiter.give_back_global()
             raise
 
@@ -283,6 +321,7 @@ class Service:
 
         def fn(s: Session) -> Doc:
             _llm(s).set_state(wire.revive_bytes(state))
+            s.held_chars = wire.action_size(state)  # until the next step counts its messages
             return {}
 
         return await self.run(lambda: self._on_session(owner, doc, trace, fn))

@@ -61,6 +61,9 @@ class Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
     steps: int = 0
+    held_chars: int = 0
+    """Characters of conversation the session's episode holds (its messages, as the last reply
+    showed them): what ``max_session_chars`` limits."""
     closed: bool = False
     close_pending: bool = False
     """Closed while a call was stuck past the pool's ``close_timeout_s``: whoever holds

@@ -8,6 +8,7 @@ import time
 import urllib.parse
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from websockets.sync.client import connect
 
@@ -82,6 +83,40 @@ def test_oversized_bodies_and_actions_are_refused(secure_server: Server) -> None
         env.step("1")  # the session lives on
     finally:
         env.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_session_cannot_hold_more_conversation_than_its_budget(start_server: Any) -> None:
+    """Each turn keeps the action (and the env's reply) in the episode's messages: a client
+    stepping big actions turn after turn is refused once the next step would pass the budget,
+    and the session lives on (a reset empties it)."""
+    multi = "servetest/CapitalsMulti-v0"
+    llmgym.register_task_env(multi, tasks=[{"id": "fr", "prompt": "Capital?", "answer": "Paris"}],
+                             max_turns=50, overwrite=True)  # fmt: skip
+    try:
+        srv = start_server(ServeConfig(env_ids=[multi], max_session_chars=20_000))
+        env = remote.make(srv.url, multi)
+        try:
+            env.reset(seed=0)
+            for _ in range(3):
+                assert env.step("x" * 5_000)[2] is False  # wrong: feedback, another turn
+            with pytest.raises(remote.RemoteError, match="per-session limit of 20000") as err:
+                env.step("x" * 5_000)
+            assert err.value.status == 413
+            session = next(iter(srv.app.pool._sessions.values()))
+            assert 15_000 < session.held_chars <= 20_000 and session.steps == 3
+            env.step("y")  # a small step still fits
+            env.reset(seed=0)
+            assert session.held_chars < 100
+            assert env.step("Paris")[1] == 1.0
+        finally:
+            env.close()
+        status, _, doc = http(srv, "GET", "/metadata")
+        assert status == 200 and doc["limits"]["max_session_chars"] == 20_000
+        with pytest.raises(error.Error, match="max_session_chars"):
+            ServeConfig(max_session_chars=0)
+    finally:
+        gym.registry.pop(multi, None)
 
 
 def test_session_limit_then_idle_sessions_expire_and_close_their_env(
