@@ -35,6 +35,7 @@ from llmgym.ray.actors import apply, describe
 from llmgym.ray.cluster import connect, env_spec, install_specs, ray_module
 from llmgym.ray.env import ActorDied, ActorEnv, CallTimedOut, fetch
 from llmgym.serve.app import ServeConfig, create_app, served_env, served_env_ids
+from llmgym.serve.metrics import Samples, ServeMetrics
 from llmgym.serve.server import check_bind
 from llmgym.serve.sessions import Session, SessionPool, TooManySessions, UnknownSession
 
@@ -85,6 +86,7 @@ class SessionHost:
         self.pool = _HostSessions(
             f"h{index}", max_sessions=max_sessions, idle_timeout_s=idle_timeout_s
         )
+        self.metrics = ServeMetrics(self.pool)  # its env metrics, merged by the replicas
 
     def create(
         self, session_id: str, env_id: str, kwargs: dict[str, Any], owner: str
@@ -97,7 +99,23 @@ class SessionHost:
         return session.env_id, describe(session.env)
 
     def call(self, session_id: str, owner: str, op: str, args: Sequence[Any]) -> Any:
-        return self.pool.call(session_id, owner, lambda s: apply(s.env, op, args))
+        return self.pool.call(session_id, owner, lambda s: self._apply(s, op, args))
+
+    def _apply(self, session: Session, op: str, args: Sequence[Any]) -> Any:
+        """An env call, counted in this host's env metrics when it is a reset or a step."""
+        start = time.perf_counter()
+        out = apply(session.env, op, args)
+        seconds = time.perf_counter() - start
+        if op == "reset":
+            self.metrics.observe_reset(session.env_id, seconds)
+        elif op == "step":
+            _, reward, terminated, truncated, info = out
+            ended = bool(terminated or truncated)
+            self.metrics.observe_step(session.env_id, seconds, float(reward), ended, info)
+        return out
+
+    def metric_samples(self) -> Samples:
+        return self.metrics.env_samples()
 
     def close(self, session_id: str, owner: str) -> None:
         self.pool.close(session_id, owner)
@@ -163,6 +181,8 @@ class RaySessionPool(SessionPool):
     deployment, whose ``stop()`` stops the hosts.
     """
 
+    envs_elsewhere = True
+
     def __init__(
         self,
         hosts: Sequence[Any],
@@ -176,9 +196,9 @@ class RaySessionPool(SessionPool):
         self.hosts = list(hosts)
         self.timeout_s = timeout_s
         self.counts_wait_s = counts_wait_s
-        self._counting: dict[int, Any] = {}
-        """The ``counts`` call in flight to each host (by index), if any."""
-        self._last_counts: dict[int, dict[str, int]] = {}
+        self._asking: dict[tuple[str, int], Any] = {}
+        """The call in flight to each host (by method and host index), if any."""
+        self._last: dict[str, dict[int, Any]] = {"counts": {}, "metric_samples": {}}
         self._next = itertools.count()
         self._known: OrderedDict[tuple[str, str], tuple[str, dict[str, Any]]] = OrderedDict()
 
@@ -257,14 +277,15 @@ class RaySessionPool(SessionPool):
                 continue  # a host restarting holds no session
         return out
 
-    def _host_counts(self) -> list[dict[str, int]]:
-        """Each host's counts, fresh if it answers within ``counts_wait_s``, else its last."""
+    def _ask_hosts(self, method: str, lost: Any) -> list[Any]:
+        """Each host's answer to ``method``, fresh if it comes within ``counts_wait_s``, else
+        its last (``lost`` for a host that died: a host restarting holds no session)."""
         ray = ray_module()
         with self._lock:
             for i, host in enumerate(self.hosts):
-                if i not in self._counting:
-                    self._counting[i] = host.counts.remote()
-            asked = dict(self._counting)
+                if (method, i) not in self._asking:
+                    self._asking[(method, i)] = getattr(host, method).remote()
+            asked = {i: ref for (m, i), ref in self._asking.items() if m == method}
         refs = list(asked.values())
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.counts_wait_s)
         answered = set(ready)
@@ -272,15 +293,23 @@ class RaySessionPool(SessionPool):
             if ref not in answered:
                 continue
             try:
-                counts = fetch(ref, self.counts_wait_s, "counts on a session host")
+                answer = fetch(ref, self.counts_wait_s, f"{method} on a session host")
             except (ActorDied, CallTimedOut):
-                counts = {}  # a host restarting holds no session
+                answer = lost
             with self._lock:
-                if self._counting.get(i) is ref:
-                    del self._counting[i]
-                    self._last_counts[i] = counts
+                if self._asking.get((method, i)) is ref:
+                    del self._asking[(method, i)]
+                    self._last[method][i] = answer
         with self._lock:
-            return list(self._last_counts.values())
+            return list(self._last[method].values())
+
+    def _host_counts(self) -> list[dict[str, int]]:
+        return self._ask_hosts("counts", {})
+
+    def env_metric_samples(self) -> list[Samples]:
+        """Every host's env metrics (steps, rewards, latencies, anomalies), to be merged.
+        A host that restarted starts again from zero (as a restarted process does)."""
+        return self._ask_hosts("metric_samples", [])
 
     def __len__(self) -> int:
         return sum(c.get("active", 0) for c in self._host_counts())

@@ -57,13 +57,60 @@ class _PoolCollector:
             yield family
 
 
+Samples = list[tuple[str, str, str, list[tuple[str, dict[str, str], float]]]]
+"""Metric families as plain data (name, type, help, samples): what a session host sends."""
+
+
+def merge_samples(parts: list[Samples]) -> Iterator[Metric]:
+    """Families from several processes as one: values of the same sample and labels add up
+    (counters, histogram buckets, sums, gauges of totals); ``_created`` keeps the earliest."""
+    kinds: dict[str, tuple[str, str]] = {}
+    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+    for part in parts:
+        for name, kind, doc, samples in part:
+            kinds.setdefault(name, (kind, doc))
+            table = values.setdefault(name, {})
+            for sample, labels, value in samples:
+                key = (sample, tuple(sorted(labels.items())))
+                if key not in table:
+                    table[key] = value
+                elif sample.endswith("_created"):
+                    table[key] = min(table[key], value)
+                else:
+                    table[key] += value
+    for name, (kind, doc) in kinds.items():
+        family = Metric(name, doc, kind)
+        for (sample, label_items), value in values[name].items():
+            family.add_sample(sample, dict(label_items), value)
+        yield family
+
+
+class _EnvsElsewhere:
+    """The env metrics of a pool whose envs live in other processes (Ray session hosts),
+    merged at scrape time."""
+
+    def __init__(self, pool: SessionPool):
+        self.pool = pool
+
+    def collect(self) -> Iterator[Metric]:
+        yield from merge_samples(self.pool.env_metric_samples())
+
+
 class ServeMetrics:
-    """The metrics of one app; every method is safe from any thread."""
+    """The metrics of one app; every method is safe from any thread.
+
+    When the pool's envs live elsewhere (``pool.envs_elsewhere``: Ray session hosts), the
+    env metrics (steps, rewards, latencies, sandbox anomalies) are counted where each env runs
+    and merged from there when scraped; this app then counts only its requests.
+    """
 
     def __init__(self, pool: SessionPool):
         self.registry = CollectorRegistry()
         self.registry.register(_PoolCollector(pool))  # type: ignore[arg-type]
-        reg = self.registry
+        self.envs_here = not pool.envs_elsewhere
+        if not self.envs_here:
+            self.registry.register(_EnvsElsewhere(pool))  # type: ignore[arg-type]
+        reg: CollectorRegistry | None = self.registry if self.envs_here else None
         env = ["env_id"]
         self.steps = Counter("llmgym_serve_steps", "Env steps served", env, registry=reg)
         self.step_seconds = Histogram(
@@ -112,26 +159,29 @@ class ServeMetrics:
             "llmgym_serve_requests",
             "Requests answered, by route (HTTP route template or ws:<op>) and status",
             ["route", "status"],
-            registry=reg,
+            registry=self.registry,
         )
         self.rate_limited = Counter(
             "llmgym_serve_rate_limited",
             "Steps refused by a steps/s limit (scope: server or session)",
             ["scope"],
-            registry=reg,
+            registry=self.registry,
         )
         self.ws_open = Gauge(
-            "llmgym_serve_ws_connections", "WebSocket connections open", registry=reg
+            "llmgym_serve_ws_connections", "WebSocket connections open", registry=self.registry
         )
         self._step_series: dict[str, tuple[Any, ...]] = {}
         self._request_series: dict[tuple[str, int], Any] = {}
 
     def observe_reset(self, env_id: str, seconds: float) -> None:
-        self.reset_seconds.labels(env_id).observe(seconds)
+        if self.envs_here:
+            self.reset_seconds.labels(env_id).observe(seconds)
 
     def observe_step(
         self, env_id: str, seconds: float, reward: float, ended: bool, info: Mapping[str, Any]
     ) -> None:
+        if not self.envs_here:  # counted where the env runs
+            return
         series = self._step_series.get(env_id)
         if series is None:  # one label lookup per env, not six per step
             metrics: tuple[Any, ...] = (self.steps, self.step_seconds, self.reward)
@@ -169,6 +219,18 @@ class ServeMetrics:
 
     def count_rate_limited(self, scope: str) -> None:
         self.rate_limited.labels(scope).inc()
+
+    def env_samples(self) -> Samples:
+        """The env metrics as plain data, for an app that merges them (:func:`merge_samples`)."""
+        env_metrics: list[Any] = [self.steps, self.step_seconds, self.reset_seconds, self.reward]
+        env_metrics += [self.reward_sum, self.successes, self.episodes, self.sandbox_runs]
+        env_metrics += [self.anomalies]
+        out: Samples = []
+        for metric in env_metrics:
+            for family in metric.collect():
+                samples = [(x.name, dict(x.labels), float(x.value)) for x in family.samples]
+                out.append((family.name, family.type, family.documentation, samples))
+        return out
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -83,6 +83,14 @@ class SessionPool:
     :meth:`expire_idle`, so an override that does not call them keeps them itself.
     """
 
+    envs_elsewhere = False
+    """Whether the envs live in other processes that count their own metrics
+    (:meth:`env_metric_samples`); see :class:`~llmgym.serve.metrics.ServeMetrics`."""
+
+    def env_metric_samples(self) -> list[Any]:
+        """The env metrics of each process holding envs (a pool with ``envs_elsewhere``)."""
+        raise NotImplementedError("this pool's envs live here: its app counts their metrics")
+
     def __init__(
         self,
         make: Callable[[str, dict[str, Any]], gym.Env[Any, Any]],

@@ -125,6 +125,62 @@ def test_one_session_stepped_through_both_replicas(served: RayServe) -> None:
     assert alice("POST", f"/v1/sessions/{sid}/reset", {"seed": 0})[0] == 404
 
 
+def _scraped(served: RayServe, family: str, env_id: str) -> tuple[float, set[str]]:
+    """A sample of /metrics (any replica answers), and the replicas seen answering so far."""
+    parts = urlsplit(served.url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+    conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {ALICE}"})
+    response = conn.getresponse()
+    text = response.read().decode()
+    replica = str(response.getheader(REPLICA_HEADER))
+    conn.close()
+    want = f'{family}{{env_id="{env_id}"}} '
+    values = [float(line[len(want) :]) for line in text.splitlines() if line.startswith(want)]
+    assert len(values) <= 1, text  # one merged sample, not one per host
+    return (values[0] if values else 0.0), {replica}
+
+
+@pytest.mark.timeout(120)
+def test_metrics_count_every_host_whichever_replica_answers(served: RayServe) -> None:
+    """Env metrics are counted where the envs run (the session hosts) and merged when
+    scraped, so every replica reports the deployment's totals, not its own share."""
+    before, _ = _scraped(served, "llmgym_serve_steps_total", CAPITALS_ID)
+    alice = Client(served.url, ALICE)
+    by_host: dict[str, str] = {}
+    for _ in range(MAX_SESSIONS - 2):  # a session on each of the two hosts
+        status, doc, _ = alice("POST", "/v1/sessions", {"env_id": CAPITALS_ID})
+        assert status == 201, doc
+        host = doc["session_id"].split(".")[0]
+        if host in by_host:
+            assert alice("DELETE", f"/v1/sessions/{doc['session_id']}")[0] == 200
+        by_host[host] = by_host.get(host, doc["session_id"])
+        if len(by_host) == 2:
+            break
+    assert len(by_host) == 2, by_host
+    sids = list(by_host.values())
+    steps = 0
+    for sid in sids:
+        for action in ("Rome", "Paris"):  # a wrong turn, then the right answer
+            assert alice("POST", f"/v1/sessions/{sid}/reset", {"seed": 0})[0] == 200
+            status, doc, _ = alice("POST", f"/v1/sessions/{sid}/step", {"action": action})
+            assert status == 200, doc
+            steps += 1
+    seen: set[str] = set()
+    deadline = time.monotonic() + 30
+    while True:  # hosts answer a scrape within a second, else count as they last did
+        total, replica = _scraped(served, "llmgym_serve_steps_total", CAPITALS_ID)
+        seen |= replica
+        if total - before == steps and len(seen) == 2:
+            break
+        assert total - before <= steps, (total, before, steps)
+        assert time.monotonic() < deadline, (total, before, steps, seen)
+        time.sleep(0.2)
+    successes, _ = _scraped(served, "llmgym_serve_success_total", CAPITALS_ID)
+    assert successes >= 2
+    for sid in sids:
+        assert alice("DELETE", f"/v1/sessions/{sid}")[0] == 200
+
+
 @pytest.mark.timeout(120)
 def test_another_token_cannot_reach_a_session_on_any_replica(served: RayServe) -> None:
     alice, bob, anyone = (

@@ -168,3 +168,51 @@ def test_json_access_log_names_the_request_never_the_token_or_action(
     assert ("unrouted", 401) in by_route
     closed = by_route[("ws:close", 200)]
     assert closed["transport"] == "ws" and closed["env_id"] == "llm/Math-v0"
+
+
+def test_env_metrics_of_several_processes_merge_into_one_family_each() -> None:
+    """What a replica under --ray reports: each host's env metrics added up, one sample per
+    label set, histogram buckets included; ``_created`` keeps the earliest."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from llmgym.serve.metrics import ServeMetrics, merge_samples
+    from llmgym.serve.sessions import SessionPool
+
+    hosts = [ServeMetrics(SessionPool(lambda *_: None, max_sessions=1)) for _ in range(3)]
+    for i, m in enumerate(hosts):
+        for _ in range(i + 1):  # 1, 2 and 3 steps
+            m.observe_step("a/A-v0", 0.003, 1.0, True, {"is_success": True})
+        m.observe_step("b/B-v0", 0.2, -1.0, False, {})
+    merged = {f.name: f for f in merge_samples([m.env_samples() for m in hosts])}
+
+    def value(family: str, sample: str, **labels: str) -> float:
+        (x,) = [s for s in merged[family].samples if s.name == sample and s.labels == labels]
+        return float(x.value)
+
+    assert value("llmgym_serve_steps", "llmgym_serve_steps_total", env_id="a/A-v0") == 6
+    assert value("llmgym_serve_steps", "llmgym_serve_steps_total", env_id="b/B-v0") == 3
+    assert value("llmgym_serve_success", "llmgym_serve_success_total", env_id="a/A-v0") == 6
+    buckets = "llmgym_serve_step_seconds_bucket"
+    assert value("llmgym_serve_step_seconds", buckets, env_id="a/A-v0", le="0.005") == 6
+    assert value("llmgym_serve_step_seconds", buckets, env_id="b/B-v0", le="0.005") == 0
+    assert value("llmgym_serve_step_seconds", buckets, env_id="b/B-v0", le="+Inf") == 3
+    created = [
+        v
+        for m in hosts
+        for _, _, _, samples in m.env_samples()
+        for name, labels, v in samples
+        if name == "llmgym_serve_steps_created" and labels == {"env_id": "a/A-v0"}
+    ]
+    assert len(created) == 3
+    first = value("llmgym_serve_steps", "llmgym_serve_steps_created", env_id="a/A-v0")
+    assert first == min(created)
+
+    class Merged:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return merge_samples([m.env_samples() for m in hosts])
+
+    registry = CollectorRegistry()
+    registry.register(Merged())  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()  # renders as valid exposition text
+    assert text.count("# TYPE llmgym_serve_steps_total counter") == 1, text
+    assert 'llmgym_serve_steps_total{env_id="a/A-v0"} 6.0' in text
