@@ -518,6 +518,11 @@ def serve_on_ray(
             name="llmgym-serve",
             num_replicas=replicas,
             ray_actor_options={"num_cpus": cpus_per_replica},
+            # each replica takes as many requests at once as a standalone server takes
+            # connections (a WebSocket holds one for its lifetime: Ray's default of 5 would
+            # let a 6th client wait for ever); past that the proxy queues as many, then 503
+            max_ongoing_requests=config.max_connections,
+            max_queued_requests=config.max_connections,
         )(serve.ingress()(ServeReplica))
         served._deployed = True  # from here on, whatever runs under the name is this call's
         serve.run(

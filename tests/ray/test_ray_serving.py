@@ -182,6 +182,32 @@ def test_metrics_count_every_host_whichever_replica_answers(served: RayServe) ->
 
 
 @pytest.mark.timeout(120)
+def test_many_websockets_at_once_are_all_served(served: RayServe) -> None:
+    """A WebSocket holds one Ray Serve request for its whole life: each replica must take as
+    many at once as a standalone server takes connections (Ray's default is 5 a replica, and
+    the 11th client of two replicas would wait for ever)."""
+    from websockets.sync.client import connect
+
+    url = "ws" + served.url[len("http") :] + "/v1/ws"
+    sockets = []
+    try:
+        for _ in range(16):  # all open at once
+            sockets.append(
+                connect(
+                    url, additional_headers={"Authorization": f"Bearer {ALICE}"}, open_timeout=30
+                )
+            )
+        for i, ws in enumerate(sockets):
+            ws.send(json.dumps({"id": i, "op": "reset", "session_id": "nope"}))
+        for i, ws in enumerate(sockets):
+            reply = json.loads(ws.recv(timeout=30))
+            assert reply["id"] == i and reply["status"] == 404, reply
+    finally:
+        for ws in sockets:
+            ws.close()
+
+
+@pytest.mark.timeout(120)
 def test_another_token_cannot_reach_a_session_on_any_replica(served: RayServe) -> None:
     alice, bob, anyone = (
         Client(served.url, ALICE),
