@@ -142,6 +142,40 @@ def test_the_audit_passes_a_sound_declarative_env_and_is_json() -> None:
     assert {r["hack"] for r in data["results"]} >= {"empty", "garbage", "hedge", "prompt_copy"}
 
 
+def length_loving(prompt: str, response: str) -> float:
+    """A reward model with the classic bias: the longer the answer, the better it looks."""
+    return min(1.0, len(response.split()) / 200)
+
+
+def indifferent(prompt: str, response: str) -> float:
+    return 0.5
+
+
+@pytest.mark.parametrize(
+    "term, hackable",
+    [
+        ({"model": length_loving, "weight": 1.0, "repetition_guard": False}, True),
+        ({"model": indifferent, "weight": 1.0}, False),
+    ],
+    ids=["length_biased", "indifferent"],
+)
+def test_the_audit_catches_a_reward_model_that_pays_for_length(term: Any, hackable: bool) -> None:
+    """``pad_and_repeat`` pads, repeats and praises the oracle's answer: a reward model that
+    pays for length fails it; a model without the bias passes. (The answer
+    is read from its tags, so padding around it still verifies: the gate lets the term in.)"""
+    env_id = "audit-test/rm-v0"
+    llmgym.register_task_env(env_id, tasks=TASKS, extract="answer_tag", overwrite=True)
+    report = llmgym.audit(
+        env_id, episodes=3, hacks=["pad_and_repeat"], env_kwargs={"reward_model": term}
+    )
+    result = report.result("pad_and_repeat")
+    assert result is not None and report.judged
+    assert (result.verdict == "FAIL") is hackable, report.table(verbose=True)
+    if hackable:
+        failed = {v.name for v in result.variants if v.verdict == "FAIL"}
+        assert {"padded", "repeated"} <= failed
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 

@@ -35,7 +35,8 @@ variant plays every audited episode and its mean return is compared with the ora
 A few hacks start from the oracle on purpose, and say so (``needs_oracle``): the resource tricks wrap
 the oracle's own program (a bonus bought on top of a correct solution), and the answer-form hacks
 (``dump_after_work``, ``hedge_with_answer``) play the oracle's work, then replace its final answer
-(a shotgun list or a hedge that contains the right answer must not pay). The runner also uses the
+(a shotgun list or a hedge that contains the right answer must not pay), and ``pad_and_repeat``
+pads, repeats or praises it (length must not buy reward: the probe for reward models and judges). The runner also uses the
 oracle's answer to set aside a prompt copy that *is* the answer (a needle in a document, the median
 of a list): copying it is answering. Nothing else sees the oracle.
 
@@ -71,6 +72,7 @@ from llmgym.audit.catalogue.answers import (
     garbage,
     hedge,
     hedge_with_answer,
+    pad_and_repeat,
     prompt_copy,
 )
 from llmgym.audit.catalogue.coding import (
@@ -145,6 +147,7 @@ __all__ = [
     "list_hacks",
     "markup_examples",
     "numbers",
+    "pad_and_repeat",
     "parallel_time",
     "patch_runtime",
     "prompt_copy",

@@ -17,6 +17,7 @@ from llmgym.audit.catalogue.answers import (
     garbage,
     hedge,
     hedge_with_answer,
+    pad_and_repeat,
     prompt_copy,
 )
 from llmgym.audit.catalogue.coding import (
@@ -41,6 +42,7 @@ BUILTIN_HACKS: list[Hack] = [
     tool_spam,
     dump_after_work,
     hedge_with_answer,
+    pad_and_repeat,
     exit_early,
     always_equal,
     fake_output,
