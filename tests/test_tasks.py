@@ -136,9 +136,7 @@ def test_procedural_items_rebuild_from_their_id():
 def test_family_draw_is_numpys_weighted_choice(weights, seed):
     """The source draws a family exactly as ``rng.choice(n, p=weights)`` would (the same family
     and the same rng state after), so seeded task streams are what they were with it."""
-    families = [
-        Family(f"f{i}", make_family("x").generate, weight=w) for i, w in enumerate(weights)
-    ]
+    families = [Family(f"f{i}", make_family("x").generate, weight=w) for i, w in enumerate(weights)]
     source = ProceduralSource(families, domain="toy")
     p = np.array([f.weight for f in sorted(families, key=lambda f: f.name)])
     ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
