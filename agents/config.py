@@ -260,6 +260,17 @@ class ScaleConfig(TrainConfig):
         )
 
 
+def alert_rules_error(rules: Any) -> str | None:
+    """What is wrong with an ``alerts:`` list of a trainer config (None: nothing)."""
+    from llmgym.evaluation.monitor import parse_rules
+
+    try:
+        parse_rules(rules)
+    except error.Error as e:
+        return f"alerts: {e}"
+    return None
+
+
 def _coerce(name: str, hint: Any, value: Any) -> Any:
     """YAML reads ``1e-4`` as a string: turn strings into the numbers a field expects."""
     if not isinstance(value, str) or hint is None:

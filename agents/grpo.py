@@ -134,19 +134,24 @@ def grpo_loss(
 class GRPOTrainer:
     """Trains ``cfg.model`` on ``cfg.env_id`` with GRPO; ``train()`` runs ``cfg.total_steps`` steps."""
 
-    def __init__(self, cfg: GRPOConfig, accelerator: Any = None):
+    def __init__(self, cfg: GRPOConfig, accelerator: Any = None, engine: Any = None):
+        """``engine``: a :class:`~llmgym.agents.engines.GenerationEngine` to sample with instead
+        of the one ``cfg.generation_engine`` names."""
         import torch
         from accelerate.utils import set_seed
 
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.context import context_budget, reading_kwargs
+        from llmgym.agents.engines import WeightSync, make_engine
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.monitoring import TrainMonitor
         from llmgym.agents.precision import make_accelerator
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
         from llmgym.agents.runlog import MetricsLogger
         from llmgym.agents.scale import build_trainable_model, reference_for
         from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
+        from llmgym.agents.sharding import check_deepspeed_batches, enable_cpu_fsdp
         from llmgym.agents.tracking import open_trackers
 
         self.cfg = cfg
@@ -162,6 +167,15 @@ class GRPOTrainer:
             f"({self.world}); change prompts_per_step or group_size",
         )
         self.local_n = total // self.world
+        check_deepspeed_batches(
+            acc, math.ceil(self.local_n / cfg.mini_batches), cfg.micro_batch_size
+        )
+        self.sharded = enable_cpu_fsdp(acc)  # FSDP2 / ZeRO-3: see llmgym.agents.sharding
+        require(
+            not (self.sharded and cfg.beta > 0 and not cfg.lora_r),
+            "beta > 0 under FSDP or ZeRO-3 needs lora_r > 0 (the reference is then the policy "
+            "with its adapters disabled); a second sharded copy as reference is not supported",
+        )
         set_seed(cfg.seed)
         self.gens = Generators(cfg.seed, self.rank, device=acc.device)
 
@@ -174,6 +188,9 @@ class GRPOTrainer:
         )
         optimizer, lr_sched = build_optimizer(model.parameters(), cfg, cfg.total_steps)
         self.model, self.optimizer, self.lr_scheduler = acc.prepare(model, optimizer, lr_sched)
+        # Generation: the policy itself, or vLLM synced after every update (see engines).
+        self.engine = engine or make_engine(cfg, self._unwrapped(), acc, self.max_total)
+        self.weight_sync = WeightSync(self.engine, acc, main_only=bool(cfg.vllm_server_url))
         self.ref: Any = None  # ReferenceModel, or AdapterReference (the base) under LoRA
         if cfg.beta > 0:
             self.ref = reference_for(cfg, self.model, acc.unwrap_model(self.model), ReferenceModel)
@@ -201,7 +218,8 @@ class GRPOTrainer:
             )
 
         # --- checkpointed state, logging, resume --------------------------------------------------
-        for obj in (self.gens, self.kl_ctl, self.scheduler, self.ref):
+        self.monitor = TrainMonitor(cfg.alerts, cfg.output_dir, write=acc.is_main_process)
+        for obj in (self.gens, self.kl_ctl, self.scheduler, self.ref, self.monitor):
             if obj is not None:
                 acc.register_for_checkpointing(obj)
         self.step = 0
@@ -236,13 +254,16 @@ class GRPOTrainer:
         timings: dict[str, float] = {}
         from accelerate.utils import gather_object
 
+        from llmgym.agents.monitoring import episodes_of
         from llmgym.agents.rollout import collect, draw_tasks
+        from llmgym.agents.sharding import full_parameters
 
         # 1. Rollouts: the same task list on every process; this process plays its slice.
         #    With dynamic sampling, extra rounds replace groups whose rewards are all equal.
         kept_trajs: list[Any] = []  # this process's trajectories of kept groups
         kept_adv: list[float] = []
         all_summaries: list[Any] = []  # every episode of every round, all processes
+        watched: list[Any] = []  # the same episodes, with their tasks' families (the monitor's)
         kept_groups, zero_std_groups = 0, 0
         rounds = 1 + (cfg.dynamic_sampling_rounds if cfg.dynamic_sampling else 0)
         start = self.rank * self.local_n
@@ -252,26 +273,35 @@ class GRPOTrainer:
                 self.probe_env, cfg.prompts_per_step, self.gens.tasks, self.scheduler
             )
             mine = [tasks[(start + j) // cfg.group_size] for j in range(self.local_n)]
-            trajs = collect(
-                self.envs,
-                self._unwrapped(),
-                self.tokenizer,
-                seeds=[t.seed for t in mine],
-                options=[t.options() for t in mine],
-                max_new_tokens=cfg.max_new_tokens,
-                max_total_tokens=self.max_total,
-                context_overflow=cfg.context_overflow,
-                temperature=cfg.temperature,
-                top_k=cfg.top_k,
-                top_p=cfg.top_p,
-                generator=self.gens.sampling,
-                env_workers=cfg.env_workers,
-                timings=timings,
-            )
+            # Sampling with the policy itself: gathered once, so generation gathers nothing.
+            gather = not self.engine.holds_weights
+            with (
+                full_parameters(self.accelerator, self.model)
+                if gather
+                else contextlib.nullcontext()
+            ):
+                trajs = collect(
+                    self.envs,
+                    self._unwrapped(),
+                    self.tokenizer,
+                    seeds=[t.seed for t in mine],
+                    options=[t.options() for t in mine],
+                    max_new_tokens=cfg.max_new_tokens,
+                    max_total_tokens=self.max_total,
+                    context_overflow=cfg.context_overflow,
+                    temperature=cfg.temperature,
+                    top_k=cfg.top_k,
+                    top_p=cfg.top_p,
+                    generator=self.gens.sampling,
+                    env_workers=cfg.env_workers,
+                    timings=timings,
+                    engine=self.engine,
+                )
             # 2. Gather every episode's reward from every process, then normalise within groups.
             local = [t.summary() for t in trajs]
             summaries = gather_object(local) if self.world > 1 else local
             all_summaries += summaries
+            watched += episodes_of(tasks, summaries, cfg.group_size)
             rewards = torch.tensor([s.reward for s in summaries], dtype=torch.float32)
             advantages = group_advantages(rewards, cfg.group_size, cfg.scale_rewards)
             zero_std = (rewards.view(-1, cfg.group_size).std(dim=1) < 1e-6).tolist()
@@ -296,6 +326,10 @@ class GRPOTrainer:
         t0 = time.perf_counter()
         stats = self._update(kept_trajs, kept_adv, timings) if kept_groups else {}
         timings["update_s"] = time.perf_counter() - t0
+        if kept_groups:  # the next rollouts sample from the updated policy
+            t0 = time.perf_counter()
+            self.weight_sync(self.model)
+            timings["weight_sync_s"] = time.perf_counter() - t0
 
         # 4. Reference model and KL coefficient.
         self.step += 1
@@ -315,6 +349,7 @@ class GRPOTrainer:
                 "charts/learning_rate": self.lr_scheduler.get_last_lr()[0],
                 "charts/beta": self.kl_ctl.value,
                 "charts/episodes": float(self.episodes),
+                "charts/processes": float(self.world),
                 "charts/samples_per_s": len(all_summaries) / elapsed,
                 "charts/tokens_per_s": tokens / elapsed,
                 "charts/kept_groups": float(kept_groups),
@@ -327,6 +362,7 @@ class GRPOTrainer:
         )
         if self.scheduler is not None:
             metrics.update(self.scheduler.metrics())
+        metrics.update(self.monitor.observe(self.step, watched, metrics))
         return metrics
 
     def _update_scheduler(
@@ -358,6 +394,7 @@ class GRPOTrainer:
         clock = PhaseClock(timings)
         F = torch.nn.functional
         from llmgym.agents.modeling import CompletionBatch, completion_logprobs
+        from llmgym.agents.sharding import collective_passes
 
         if cfg.mask_truncated_completions:
             keep = [i for i, t in enumerate(trajs) if not t.completion_truncated]
@@ -379,17 +416,27 @@ class GRPOTrainer:
         def forward(model: Any, rows: Any, grad: bool, entropy: bool = False) -> tuple[Any, Any]:
             with torch.set_grad_enabled(grad):
                 lp, ent = completion_logprobs(
-                    model, batch.select(rows), temperature=cfg.temperature, with_entropy=entropy
+                    model,
+                    batch.select(rows),
+                    temperature=cfg.temperature,
+                    with_entropy=entropy,
+                    one_pass=self.sharded,
                 )
             pad_to = (0, width - lp.shape[1])  # select() trims the rows' padding; restore it
             return F.pad(lp, pad_to), F.pad(ent, pad_to) if ent is not None else None
 
+        starts = list(range(0, n, cfg.micro_batch_size))
+        passes = collective_passes(acc, len(starts))  # sharded: the same count on every process
+
         def no_grad_logprobs(model: Any) -> Any:
             parts = []
             with clock("logprobs_s"):
-                for s in range(0, n, cfg.micro_batch_size):
-                    rows = list(range(s, min(s + cfg.micro_batch_size, n)))
-                    parts.append(forward(model, rows, False)[0])
+                for p in range(passes):
+                    real = p < len(starts)  # a padding pass only joins the others' gathers
+                    rows = list(range(starts[p], min(starts[p] + cfg.micro_batch_size, n)))
+                    lp = forward(model, rows if real else [0], False)[0]
+                    if real:
+                        parts.append(lp)
             return torch.cat(parts, 0)
 
         # With one pass and one mini-batch the policy that sampled is the one being trained:
@@ -540,21 +587,29 @@ class GRPOTrainer:
         metrics: dict[str, float] = {}
         while self.step < cfg.total_steps:
             metrics = self.train_step()
-            if cfg.check_weights_every and self.step % cfg.check_weights_every == 0:
+            checking = cfg.check_weights_every and self.step % cfg.check_weights_every == 0
+            if checking and not self.sharded:  # sharded weights exist once: nothing to compare
                 from llmgym.agents.modeling import check_in_sync
 
                 check_in_sync(acc, self.model, self.step)
                 metrics["charts/weights_in_sync"] = 1.0
             if cfg.eval_every and self.step % cfg.eval_every == 0:
                 metrics.update(self.evaluate())
-            if self.step % cfg.log_every == 0 or self.step == cfg.total_steps:
+            if (
+                self.step % cfg.log_every == 0
+                or self.step == cfg.total_steps
+                or self.monitor.alerts
+            ):
                 self.log.log(self.step, metrics)
             bar.update(1)
             bar.set_postfix(
                 reward=f"{metrics.get('rewards/mean', 0):.3f}",
                 success=f"{metrics.get('rewards/success_rate', 0):.2f}",
             )
-            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.total_steps:
+            if self.monitor.action == "stop":  # an alert ends the run (saved below, resumable)
+                break
+            saving = cfg.save_every and self.step % cfg.save_every == 0
+            if (saving or self.monitor.action == "checkpoint") and self.step < cfg.total_steps:
                 save_checkpoint(
                     acc,
                     cfg.output_dir,
@@ -579,6 +634,7 @@ class GRPOTrainer:
         from accelerate.utils import broadcast_object_list
 
         from llmgym.agents.rollout import evaluate
+        from llmgym.agents.sharding import full_parameters
 
         cfg, acc = self.cfg, self.accelerator
         seeds = (
@@ -587,17 +643,22 @@ class GRPOTrainer:
             else list(range(cfg.eval_seed, cfg.eval_seed + cfg.eval_episodes))
         )
         result: list[Any] = [None]
-        if acc.is_main_process:
-            res = evaluate(
-                self._unwrapped(),
-                self.tokenizer,
-                cfg.env_id,
-                self.env_kwargs,
-                seeds=seeds,
-                max_new_tokens=cfg.max_new_tokens,
-                max_total_tokens=self.max_total,
+        with full_parameters(acc, self.model):  # every process gathers; the main one plays
+            res = (
+                evaluate(
+                    self._unwrapped(),
+                    self.tokenizer,
+                    cfg.env_id,
+                    self.env_kwargs,
+                    seeds=seeds,
+                    max_new_tokens=cfg.max_new_tokens,
+                    max_total_tokens=self.max_total,
+                )
+                if acc.is_main_process
+                else None
             )
-            self._unwrapped().train()
+        self._unwrapped().train()
+        if res is not None:
             result = [
                 {
                     "eval/success_rate": res.success_rate,
@@ -614,19 +675,23 @@ class GRPOTrainer:
         """The policy and tokenizer with ``save_pretrained`` (``hf:<path>`` loads it); under
         LoRA the merged model, its adapters in ``<path>/adapter``."""
         from llmgym.agents.peft_adapters import is_peft, save_for_evaluation
+        from llmgym.agents.sharding import plain_copy
 
         acc = self.accelerator
         acc.wait_for_everyone()
-        if acc.is_main_process and is_peft(self._unwrapped()):  # merged, adapters in adapter/
-            save_for_evaluation(self._unwrapped(), self.tokenizer, path)
+        # Sharded: the gathered weights in a plain model on the main process (None elsewhere).
+        model = plain_copy(acc, self.model, self.cfg) if self.sharded else self._unwrapped()
+        if acc.is_main_process and is_peft(model):  # merged, adapters in adapter/
+            save_for_evaluation(model, self.tokenizer, path)
         elif acc.is_main_process:
-            self._unwrapped().save_pretrained(path)
+            model.save_pretrained(path)
             self.tokenizer.save_pretrained(path)
         acc.wait_for_everyone()
 
     def close(self) -> None:
         for env in [*self.envs, self.probe_env]:
             env.close()
+        self.engine.close()
         self.log.close()
 
 

@@ -7,14 +7,55 @@ It is only the dataclass and its checks; the trainer is :mod:`llmgym.agents.grpo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from llmgym.agents.config import ScaleConfig, require
+from llmgym.agents.config import ScaleConfig, alert_rules_error, require
 from llmgym.agents.reference import REFERENCE_MODES
 
 LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
 SCALE_REWARDS = ("group", "batch", "none")
+
+
+def check_engine(cfg: GRPOConfig) -> None:
+    """Reject generation-engine settings that cannot work, saying how to fix them."""
+    from urllib.parse import urlparse
+
+    from llmgym.agents.engines import ENGINES
+
+    require(
+        cfg.generation_engine in ENGINES,
+        f"generation_engine must be one of {ENGINES}, got {cfg.generation_engine!r}",
+    )
+    url = cfg.vllm_server_url
+    require(
+        url is None or cfg.generation_engine == "vllm",
+        "vllm_server_url is used by generation_engine: vllm only; set it, or drop the URL",
+    )
+    if url is not None:
+        parts = urlparse(url) if isinstance(url, str) else None
+        try:
+            port = parts.port if parts is not None else None
+        except ValueError:
+            port = None
+        require(
+            parts is not None
+            and parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and port is not None
+            and parts.path in ("", "/")
+            and not (parts.query or parts.fragment or parts.username),
+            f"vllm_server_url must be http(s)://host:port (a trl vllm-serve server), got {url!r}",
+        )
+    require(
+        0 < cfg.vllm_gpu_memory_utilization < 1,
+        f"vllm_gpu_memory_utilization must be in (0, 1), got {cfg.vllm_gpu_memory_utilization}",
+    )
+    require(
+        cfg.generation_engine == "hf" or not cfg.load_in_4bit,
+        "generation_engine: vllm cannot take merged weights into a 4-bit base; use "
+        "load_in_4bit: false (LoRA on a bf16 base) or generation_engine: hf",
+    )
 
 
 # --- config ------------------------------------------------------------------------------------
@@ -44,6 +85,15 @@ class GRPOConfig(ScaleConfig):
     """Nucleus sampling mass (1: all)."""
     env_workers: int = 1
     """Threads stepping environments (helps envs that wait on sandboxes)."""
+    generation_engine: str = "hf"
+    """What samples the rollouts: ``hf`` (the policy's own forward) or ``vllm`` (needs a GPU and
+    ``pip install 'llmgym[vllm]'``); the vLLM engine gets the policy's weights after every update
+    (merged weights under LoRA). See ``llmgym.agents.engines``."""
+    vllm_server_url: str | None = None
+    """With ``generation_engine: vllm``: the ``http://host:port`` of a ``trl vllm-serve`` server;
+    None runs vLLM inside each training process (colocated)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """Colocated vLLM: the fraction of GPU memory it takes (weights and KV cache); training gets the rest."""
 
     # --- objective ------------------------------------------------------------------------------
     loss_type: str = "dapo"
@@ -94,6 +144,12 @@ class GRPOConfig(ScaleConfig):
     eval_seed: int = 1_000_000
     """First held-out seed (training tasks are drawn from a different stream)."""
 
+    # --- monitoring ----------------------------------------------------------------------------
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    """Alert rules (``llmgym.evaluation.monitor.AlertRule`` fields), e.g. ``[{rule: forgetting,
+    points: 10, action: checkpoint}, {rule: kl_above, bound: 0.5, action: stop}]``: each fired
+    alert is logged, appended to ``alerts.jsonl`` and marked on ``llmgym report RUN --watch``."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.prompts_per_step >= 1, "prompts_per_step must be >= 1")
@@ -110,6 +166,7 @@ class GRPOConfig(ScaleConfig):
         require(self.temperature > 0, "temperature must be > 0 for GRPO (it samples); try 1.0")
         require(0 < self.top_p <= 1 and self.top_k >= 0, "need 0 < top_p <= 1 and top_k >= 0")
         require(self.env_workers >= 1, "env_workers must be >= 1")
+        check_engine(self)
         require(
             self.loss_type in LOSS_TYPES,
             f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}",
@@ -165,3 +222,5 @@ class GRPOConfig(ScaleConfig):
             self.scheduler is None or isinstance(self.scheduler, dict),
             "scheduler must be a mapping of SchedulerConfig fields (or null)",
         )
+        problem = alert_rules_error(self.alerts)
+        require(problem is None, str(problem))

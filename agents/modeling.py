@@ -359,6 +359,7 @@ def completion_logprobs(
     temperature: float = 1.0,
     with_entropy: bool = False,
     bucket_cost: int = BUCKET_COST,
+    one_pass: bool = False,
 ) -> tuple[Any, Any]:
     """Logprob (and entropy) of every ``batch.ids`` token where ``batch.loss_mask`` is 1, 0 elsewhere.
 
@@ -368,12 +369,16 @@ def completion_logprobs(
     similar length (:func:`length_buckets`), each padded only to its own longest. With gradients
     on, the cache stays in the graph, so each prompt's gradient gathers every episode of its
     group. Shapes ``[episodes, width]``.
+
+    ``one_pass`` computes the same from one forward over whole sequences
+    (:func:`full_sequence_logprobs`): a sharded model needs the same number of forward passes on
+    every process, and the number of runs depends on each process's episodes.
     """
     import torch
 
     from llmgym.agents.precision import is_checkpointing
 
-    if is_checkpointing(model):  # a checkpointed block drops the KV cache it is handed
+    if one_pass or is_checkpointing(model):  # a checkpointed block drops the KV cache
         return full_sequence_logprobs(
             model, batch, temperature=temperature, with_entropy=with_entropy
         )

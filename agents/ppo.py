@@ -33,15 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.config import TrainConfig, require
+from llmgym.agents.config import ScaleConfig, require
 from llmgym.agents.reference import REFERENCE_MODES
 
 # --- config ------------------------------------------------------------------------------------
 
 
 @dataclass
-class PPOConfig(TrainConfig):
-    """PPO hyper-parameters (and everything :class:`TrainConfig` has)."""
+class PPOConfig(ScaleConfig):
+    """PPO hyper-parameters (and everything :class:`ScaleConfig` and :class:`TrainConfig` have:
+    LoRA, precision, gradient checkpointing, the context rule, trackers)."""
 
     output_dir: str = "runs/ppo"
     """Run directory: ``metrics.jsonl``, TensorBoard events, checkpoints and ``final/``."""
@@ -113,6 +114,11 @@ class PPOConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         require(self.episodes_per_step >= 1, "episodes_per_step must be >= 1")
+        require(
+            not self.lora_r or self.reference == "fixed",
+            f"with lora_r > 0 the reference is the base model with its adapters disabled, which "
+            f"never moves: use reference: fixed (got {self.reference!r})",
+        )
         require(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
         require(
             self.max_total_tokens > self.max_new_tokens,
@@ -284,22 +290,24 @@ class PPOTrainer:
 
     def __init__(self, cfg: PPOConfig, accelerator: Any = None):
         import torch
-        from accelerate import Accelerator
         from accelerate.utils import set_seed
 
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
+        from llmgym.agents.context import context_budget
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.precision import make_accelerator
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
         from llmgym.agents.runlog import MetricsLogger
+        from llmgym.agents.scale import build_trainable_model, reference_for
         from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
-        from llmgym.agents.tiny import load_model_and_tokenizer
+        from llmgym.agents.tracking import open_trackers
 
         self.cfg = cfg
         self._torch = torch
         # --- processes and seeding ------------------------------------------------------------
         set_torch_threads(cfg.torch_threads)
-        self.accelerator = accelerator or Accelerator()
+        self.accelerator = accelerator or make_accelerator(cfg.mixed_precision)
         acc = self.accelerator
         self.rank, self.world = acc.process_index, acc.num_processes
         require(
@@ -311,9 +319,11 @@ class PPOTrainer:
         self.gens = Generators(cfg.seed, self.rank, device=acc.device)
 
         # --- policy with value head, optimizer, reference ------------------------------------------
-        lm, self.tokenizer = load_model_and_tokenizer(cfg.model)
-        if cfg.disable_dropout:
-            disable_dropout(lm)
+        # Loaded, dropout off, checkpointed, with LoRA adapters (then they and the value head train).
+        lm, self.tokenizer = build_trainable_model(cfg, disable_dropout)
+        self.max_total = context_budget(
+            lm, self.tokenizer, cfg.max_total_tokens, cfg.max_new_tokens
+        )
         model = PolicyWithValue(lm, cfg.value_head_std)
         value_head_file = Path(cfg.model) / "value_head.pt"
         if value_head_file.is_file():  # continuing from a PPO model keeps its critic
@@ -321,11 +331,9 @@ class PPOTrainer:
         model.train()
         optimizer, lr_sched = build_optimizer(model.parameters(), cfg, cfg.total_steps)
         self.model, self.optimizer, self.lr_scheduler = acc.prepare(model, optimizer, lr_sched)
-        self.ref: ReferenceModel | None = None
+        self.ref: Any = None  # ReferenceModel, or AdapterReference (the base) under LoRA
         if cfg.kl_coef > 0:
-            self.ref = ReferenceModel(
-                lm, mode=cfg.reference, update_every=cfg.ref_update_every, alpha=cfg.ref_mix_alpha
-            )
+            self.ref = reference_for(cfg, self._policy().lm, self._policy().lm, ReferenceModel)
         self.kl_ctl = (
             AdaptiveKLController(cfg.kl_coef, target=cfg.kl_target, horizon=cfg.kl_horizon)
             if cfg.kl_target
@@ -350,7 +358,10 @@ class PPOTrainer:
         ckpt = resume_point(cfg.output_dir, cfg.resume)
         acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
-            cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
+            cfg.output_dir,
+            tensorboard=cfg.tensorboard,
+            enabled=acc.is_main_process,
+            trackers=open_trackers(cfg, "ppo") if acc.is_main_process else [],
         )
         if ckpt is not None:
             state = load_checkpoint(acc, ckpt)
@@ -391,7 +402,8 @@ class PPOTrainer:
             seeds=[t.seed for t in mine],
             options=[t.options() for t in mine],
             max_new_tokens=cfg.max_new_tokens,
-            max_total_tokens=cfg.max_total_tokens,
+            max_total_tokens=self.max_total,
+            context_overflow=cfg.context_overflow,
             temperature=cfg.temperature,
             top_k=cfg.top_k,
             top_p=cfg.top_p,
@@ -420,9 +432,10 @@ class PPOTrainer:
                 lp, _, v = self.model(ids[rows], attn[rows], temperature=cfg.temperature)
                 old_lp[rows], old_values[rows] = lp, v
                 if self.ref is not None:
-                    ref_lp[rows] = token_logprobs(
-                        self.ref.model, ids[rows], attn[rows], temperature=cfg.temperature
-                    )[0]
+                    with self.ref.active():  # under LoRA: the policy with adapters disabled
+                        ref_lp[rows] = token_logprobs(
+                            self.ref.model, ids[rows], attn[rows], temperature=cfg.temperature
+                        )[0]
 
         # 3. Per-token rewards (KL penalty on every action, turn rewards on each turn's last token), GAE.
         kl_tokens = (old_lp - ref_lp) * mask if self.ref is not None else torch.zeros_like(old_lp)
@@ -635,7 +648,7 @@ class PPOTrainer:
                 cfg.env_kwargs,
                 seeds=seeds,
                 max_new_tokens=cfg.max_new_tokens,
-                max_total_tokens=cfg.max_total_tokens,
+                max_total_tokens=self.max_total,
             )
             result = [
                 {
@@ -650,15 +663,21 @@ class PPOTrainer:
         return out
 
     def save_model(self, path: str | Path) -> None:
-        """The language model and tokenizer with ``save_pretrained``, plus ``value_head.pt``."""
+        """The language model and tokenizer with ``save_pretrained``, plus ``value_head.pt``; under
+        LoRA the merged model, its adapters in ``<path>/adapter``."""
         import torch
+
+        from llmgym.agents.peft_adapters import is_peft, save_for_evaluation
 
         acc = self.accelerator
         acc.wait_for_everyone()
         if acc.is_main_process:
             policy = self._policy()
-            policy.lm.save_pretrained(path)
-            self.tokenizer.save_pretrained(path)
+            if is_peft(policy.lm):
+                save_for_evaluation(policy.lm, self.tokenizer, path)
+            else:
+                policy.lm.save_pretrained(path)
+                self.tokenizer.save_pretrained(path)
             torch.save(policy.value_head.state_dict(), Path(path) / "value_head.pt")
         acc.wait_for_everyone()
 

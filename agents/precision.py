@@ -10,6 +10,7 @@ gradients and AdamW's state stay fp32 (the model is loaded in fp32; Accelerate o
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from llmgym.agents.config import ConfigError
@@ -21,12 +22,20 @@ def make_accelerator(mixed_precision: str | None) -> Any:
 
     kwargs = {} if mixed_precision is None else {"mixed_precision": mixed_precision}
     try:
-        return Accelerator(**kwargs)
+        accelerator = Accelerator(**kwargs)
     except ValueError as e:  # the process already made an Accelerator with another precision
         raise ConfigError(
             f"mixed_precision={mixed_precision!r}: {e}. One process has one Accelerate state: run "
             "each precision in its own process (or set mixed_precision in the accelerate config)."
         ) from None
+    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if launched > accelerator.num_processes:  # each process would train alone, unsynchronised
+        raise ConfigError(
+            f"{launched} processes were launched but Accelerate joined none of them "
+            f"(it sees {accelerator.num_processes}): on a machine without GPUs set "
+            "ACCELERATE_USE_CPU=true (see configs/accelerate/cpu_2proc.yaml)"
+        )
+    return accelerator
 
 
 def enable_gradient_checkpointing(model: Any) -> None:

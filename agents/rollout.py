@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from llmgym import error
@@ -140,8 +141,12 @@ def collect(
     env_workers: int = 1,
     timings: dict[str, float] | None = None,
     context_overflow: str = "truncate",
+    engine: Any = None,
 ) -> list[Trajectory]:
     """Run one episode in each env (reset with ``seeds[i]`` and ``options[i]``) to its end.
+
+    Completions come from ``engine`` (:mod:`llmgym.agents.engines`) when given, else from
+    ``model`` itself.
 
     A first prompt with no room for ``max_new_tokens`` within ``max_total_tokens`` is cut by
     :func:`llmgym.agents.hf.fit_prompt` (``context_overflow="truncate"``) or raises
@@ -173,8 +178,7 @@ def collect(
             if not active:
                 break
             t0 = time.perf_counter()
-            out = sample_completions(
-                model,
+            out = (engine.sample if engine is not None else partial(sample_completions, model))(
                 [ep.traj.token_ids for ep in active],
                 max_new_tokens=max_new_tokens,
                 stop_ids=stop_ids,

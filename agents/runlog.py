@@ -17,7 +17,10 @@ The schema that ``llmgym report RUN_DIR`` reads: every line holds ``step`` (int,
   step's update moved the policy), ``entropy`` (per sampled token), ``clip_frac`` (top level)
 - ``sandbox/timeout_rate``, ``sandbox/oom_rate``, ``sandbox/crash_rate``, ``sandbox/error_rate``
 - ``time/<phase>_s`` (``time/rollout_s``, ``time/update_s``, ``time/step_s``...)
-- ``scheduler/<task>/{p_success,difficulty,weight,paused,adv_abs}`` when a scheduler runs
+- ``scheduler/<task>/{p_success,difficulty,weight,paused,adv_abs,picks}`` when a scheduler runs
+- the live monitor's (:mod:`llmgym.agents.monitoring`): ``overall/<m>``, ``domain/<d>/<m>``,
+  ``family/<d>/<f>/<m>`` with ``<m>`` in ``reward``, ``success``, ``length``, ``episodes``,
+  ``anomaly``; ``alerts/fired`` (the alerts themselves are in ``alerts.jsonl``)
 - ``eval/success_rate``, ``eval/mean_reward`` on steps that evaluate held-out seeds
 
 >>> import tempfile, json, pathlib
@@ -37,6 +40,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from llmgym.evaluation.monitor import ALERTS_FILE
 
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
@@ -95,18 +100,14 @@ class MetricsLogger:
         return record
 
     def truncate_after(self, step: int) -> None:
-        """Drop records past ``step`` (resuming from a checkpoint taken at ``step``)."""
+        """Drop records past ``step`` (resuming from a checkpoint taken at ``step``), in
+        ``metrics.jsonl`` and ``alerts.jsonl``: the resumed run logs (and alerts) them again."""
         if not self.enabled:
             return
-        path = self.run_dir / METRICS_FILE
         self._file.close()
-        kept = [
-            line
-            for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line).get("step", 0) <= step
-        ]
-        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        self._file = path.open("a", encoding="utf-8")
+        for name in (METRICS_FILE, ALERTS_FILE):
+            _drop_after(self.run_dir / name, step)
+        self._file = (self.run_dir / METRICS_FILE).open("a", encoding="utf-8")
 
     def close(self) -> None:
         if self._file is not None:
@@ -123,6 +124,21 @@ class MetricsLogger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_after(path: Path, step: int) -> None:
+    """Rewrite a JSONL file without its records past ``step`` (and without torn lines)."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("step", 0) <= step:
+            kept.append(line)
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:

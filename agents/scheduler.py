@@ -14,7 +14,9 @@ paused, and each step:
   arms still improving) and re-probes one paused arm every ``reprobe_every`` steps, resuming
   it when the probe's success falls below ``pause_at``.
 
-Its state is checkpointed (``state_dict``) and logged (``metrics`` -> ``scheduler/<arm>/...``).
+Its state is checkpointed (``state_dict``, registered with the trainer's checkpoints: a resumed
+run makes the same choices as an uninterrupted one) and logged (``metrics`` ->
+``scheduler/<arm>/...``, with ``picks``: the prompts each arm got this step, its decisions).
 
 >>> import numpy as np
 >>> s = TaskScheduler(["easy", "hard"], SchedulerConfig(min_episodes=4, ema=1.0))
@@ -128,6 +130,7 @@ class TaskScheduler:
         self.arms: dict[str, ArmState] = {a: ArmState(difficulty=start) for a in sorted(set(arms))}
         self.step = 0
         self._probe_cursor = 0
+        self._picks: dict[str, int] = {}
 
     # --- choosing ---------------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class TaskScheduler:
             probe = paused[self._probe_cursor % len(paused)]
             self._probe_cursor += 1
             picks[-1] = probe
+        self._picks = {a: picks.count(a) for a in names}
         return [(a, self.arms[a].difficulty) for a in picks]
 
     # --- learning -------------------------------------------------------------------------------
@@ -203,7 +207,7 @@ class TaskScheduler:
     # --- observability and checkpoints --------------------------------------------------------
 
     def metrics(self) -> dict[str, float]:
-        """``scheduler/<arm>/{p_success,difficulty,weight,paused,adv_abs}`` and totals."""
+        """``scheduler/<arm>/{p_success,difficulty,weight,paused,adv_abs,picks}`` and totals."""
         probs = self.weights()
         out: dict[str, float] = {
             "scheduler/active_arms": float(sum(not s.paused for s in self.arms.values())),
@@ -215,6 +219,7 @@ class TaskScheduler:
             out[f"scheduler/{a}/weight"] = probs[a]
             out[f"scheduler/{a}/paused"] = float(s.paused)
             out[f"scheduler/{a}/adv_abs"] = s.adv_abs
+            out[f"scheduler/{a}/picks"] = float(self._picks.get(a, 0))
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -225,6 +230,13 @@ class TaskScheduler:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the arms must be the run's (same env and families)."""
+        if sorted(state["arms"]) != sorted(self.arms):
+            gone = sorted(set(state["arms"]) ^ set(self.arms))[:5]
+            raise error.Error(
+                f"the checkpoint's scheduler arms differ from this run's (e.g. {gone}): resume "
+                "with the same env_id and env_kwargs, or start a new output_dir"
+            )
         self.arms = {a: ArmState(**s) for a, s in state["arms"].items()}
         self.step = int(state["step"])
         self._probe_cursor = int(state["probe_cursor"])

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from llmgym import error
-from llmgym.agents.config import TrainConfig, require
+from llmgym.agents.config import ScaleConfig, require
 
 
 @dataclass
-class SFTConfig(TrainConfig):
-    """SFT hyper-parameters (and everything :class:`TrainConfig` has)."""
+class SFTConfig(ScaleConfig):
+    """SFT hyper-parameters (and everything :class:`ScaleConfig` and :class:`TrainConfig` have:
+    LoRA, precision, gradient checkpointing and trackers; ``max_length`` is SFT's context rule)."""
 
     output_dir: str = "runs/sft"
     """Run directory: ``metrics.jsonl``, TensorBoard events, checkpoints and ``final/``."""
@@ -182,18 +183,19 @@ class SFTTrainer:
 
     def __init__(self, cfg: SFTConfig, accelerator: Any = None, *, examples: Any = None):
         import torch
-        from accelerate import Accelerator
         from accelerate.utils import set_seed
 
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.precision import make_accelerator
         from llmgym.agents.runlog import MetricsLogger, write_run_config
-        from llmgym.agents.tiny import load_model_and_tokenizer
+        from llmgym.agents.scale import build_trainable_model
+        from llmgym.agents.tracking import open_trackers
 
         self.cfg = cfg
         # --- processes, seeding, model -------------------------------------------------------------
         set_torch_threads(cfg.torch_threads)
-        self.accelerator = accelerator or Accelerator()
+        self.accelerator = accelerator or make_accelerator(cfg.mixed_precision)
         acc = self.accelerator
         self.rank, self.world = acc.process_index, acc.num_processes
         require(
@@ -202,9 +204,8 @@ class SFTTrainer:
         )
         set_seed(cfg.seed)
         self.gens = Generators(cfg.seed, self.rank, device=acc.device)
-        model, self.tokenizer = load_model_and_tokenizer(cfg.model)
-        if cfg.disable_dropout:
-            disable_dropout(model)
+        # Loaded, dropout off, checkpointed, with LoRA adapters (then only they train).
+        model, self.tokenizer = build_trainable_model(cfg, disable_dropout)
         model.train()
         optimizer, lr_sched = build_optimizer(model.parameters(), cfg, cfg.total_steps)
         self.model, self.optimizer, self.lr_scheduler = acc.prepare(model, optimizer, lr_sched)
@@ -219,7 +220,10 @@ class SFTTrainer:
         ckpt = resume_point(cfg.output_dir, cfg.resume)
         acc.wait_for_everyone()  # every process looked before the main one writes
         self.log = MetricsLogger(
-            cfg.output_dir, tensorboard=cfg.tensorboard, enabled=acc.is_main_process
+            cfg.output_dir,
+            tensorboard=cfg.tensorboard,
+            enabled=acc.is_main_process,
+            trackers=open_trackers(cfg, "sft") if acc.is_main_process else [],
         )
         if acc.is_main_process:  # what `llmgym report` shows as hyperparameters
             write_run_config(cfg.output_dir, "sft", cfg.to_dict())
@@ -331,10 +335,17 @@ class SFTTrainer:
         return metrics
 
     def save_model(self, path: str | Path) -> None:
+        """The model and tokenizer with ``save_pretrained``; under LoRA the merged model, its
+        adapters in ``<path>/adapter``."""
+        from llmgym.agents.peft_adapters import is_peft, save_for_evaluation
+
         acc = self.accelerator
         acc.wait_for_everyone()
-        if acc.is_main_process:
-            acc.unwrap_model(self.model).save_pretrained(path)
+        model = acc.unwrap_model(self.model)
+        if acc.is_main_process and is_peft(model):
+            save_for_evaluation(model, self.tokenizer, path)
+        elif acc.is_main_process:
+            model.save_pretrained(path)
             self.tokenizer.save_pretrained(path)
         acc.wait_for_everyone()
 

@@ -101,7 +101,36 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from llmgym.evaluation.report import write_report
 
+    if args.watch:
+        return _watch(args)
+    if args.alerts:
+        from llmgym import error
+
+        raise error.Error("--alerts needs --watch (the rules are watched while a run goes on)")
     print(write_report(args.path, args.output))
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from llmgym.evaluation.dashboard import DASHBOARD_FILE, watch
+    from llmgym.evaluation.monitor import load_rules
+
+    rules = load_rules(args.alerts) if args.alerts else []
+    where = args.output or Path(args.path) / DASHBOARD_FILE
+    print(
+        f"dashboard: {where} (rewritten every {args.interval:g} s until the run ends; "
+        "Ctrl-C stops watching)",
+        file=sys.stderr,
+    )
+    try:
+        path = watch(
+            args.path, interval_s=args.interval, rules=rules, every=args.every, out=args.output
+        )
+    except KeyboardInterrupt:
+        return 130
+    print(path)
     return 0
 
 
@@ -137,6 +166,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
     )
     print(f"wrote {n} examples to {args.output}")
     return 0
+
+
+def _seconds(text: str) -> float:
+    """argparse ``type``: a period in (0, 3600] seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:  # NaN too
+        raise argparse.ArgumentTypeError(f"expects seconds in (0, 3600], got {text!r}")
+    return value
 
 
 def add_subparsers(subparsers: Any) -> None:
@@ -262,7 +302,37 @@ def add_subparsers(subparsers: Any) -> None:
         "run (metrics.jsonl: every numeric key plotted, grouped by prefix).",
     )
     p.add_argument("path", help="RUN_DIR (or its metrics.jsonl / results.jsonl)")
-    p.add_argument("-o", "--output", help="where to write the page (default: PATH/report.html)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="where to write the page (default: PATH/report.html, or PATH/dashboard.html)",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="follow a running train or eval: rewrite a self-reloading PATH/dashboard.html "
+        "(curves per domain and family, KL, entropy, sandbox anomalies, alerts) until it ends",
+    )
+    p.add_argument(
+        "--interval",
+        type=_seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds between rewrites with --watch (default 5)",
+    )
+    p.add_argument(
+        "--alerts",
+        metavar="FILE",
+        help="with --watch on an evaluation: alert rules (a YAML list, or a file with an "
+        "'alerts:' list); a training run uses its config's",
+    )
+    p.add_argument(
+        "--every",
+        type=int_at_least(1),
+        default=16,
+        metavar="N",
+        help="with --watch on an evaluation: episodes per monitored step (default 16)",
+    )
     p.set_defaults(func=_cmd_report)
 
     p = subparsers.add_parser(

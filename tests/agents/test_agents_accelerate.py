@@ -1,9 +1,14 @@
-"""Multi-process training through ``accelerate launch --num_processes 2 --cpu`` (gloo)."""
+"""Multi-process training through ``accelerate launch --num_processes 2`` on CPU (gloo).
+
+``--cpu`` with ``--num_processes 2`` starts one process in Accelerate 1.16 (it wants mpirun for
+more), so the test launches the multi-process launcher with ``ACCELERATE_USE_CPU=true`` and checks
+that two processes ran."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +22,12 @@ from llmgym.agents.runlog import read_metrics
 HERE = Path(__file__).resolve().parent
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _launch(
     module: str, config: Path, env: dict[str, str], timeout: int = 240
 ) -> subprocess.CompletedProcess[str]:
@@ -26,7 +37,9 @@ def _launch(
         "accelerate.commands.launch",
         "--num_processes",
         "2",
-        "--cpu",
+        "--multi_gpu",
+        "--main_process_port",
+        str(_free_port()),
         "--num_machines",
         "1",
         "--mixed_precision",
@@ -85,6 +98,7 @@ def test_grpo_on_two_cpu_processes_keeps_ranks_in_sync(tiny_dir: str, tmp_path: 
         PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         OMP_NUM_THREADS="1",
         TOKENIZERS_PARALLELISM="false",
+        ACCELERATE_USE_CPU="true",
     )
     proc = _launch("llmgym.agents.grpo", config, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -96,4 +110,5 @@ def test_grpo_on_two_cpu_processes_keeps_ranks_in_sync(tiny_dir: str, tmp_path: 
         )  # every process held bit-identical weights after the step
         assert r["charts/episodes"] == 12 * r["step"]  # rewards of both processes were gathered
         assert "rewards/length" in r and r["losses/policy"] == r["losses/policy"]
+        assert r["charts/processes"] == 2.0  # two ranks really ran
     assert (tmp_path / "run" / "final" / "config.json").is_file()
