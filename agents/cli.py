@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-ALGOS = ("grpo", "ppo")
+ALGOS = ("grpo", "ppo", "expert_iteration")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -65,6 +65,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"algo must be one of {ALGOS}, got {algo!r} (set 'algo:' in the file or --algo)"
         )
+    if algo == "expert_iteration":
+        from llmgym.agents.expert_iteration import ExpertIterationConfig, run
+
+        result = run(ExpertIterationConfig.load(args.config, args.overrides, **_extra(args)))
+        print(
+            f"expert iteration done: {result['policy_samples']} policy samples; "
+            f"model in {result['final_model']}"
+        )
+        return 0
     trainer: Any
     if algo == "grpo":
         from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
@@ -96,7 +105,9 @@ def add_subparsers(subparsers: Any) -> None:
     )
     _common(p)
     p.add_argument(
-        "--algo", choices=ALGOS, help="grpo or ppo (default: the config's algo:, else grpo)"
+        "--algo",
+        choices=ALGOS,
+        help="grpo, ppo or expert_iteration (default: the config's algo:, else grpo)",
     )
     p.set_defaults(func=cmd_train)
 

@@ -11,6 +11,9 @@ and the data closed loop (stored rollouts, reverification, SFT export).
 from pathlib import Path
 from typing import Any
 
+# The submodule named like the function below is loaded first, so that the function is the
+# package's ``compare`` for good (a submodule loaded later would replace the attribute).
+from llmgym.evaluation.compare import compare_runs
 from llmgym.evaluation.metrics import bootstrap_ci, pass_at_k, summarize
 from llmgym.evaluation.rollouts import export_sft, read_rollouts, reverify, write_rollouts
 from llmgym.evaluation.runner import EvalConfig, EvalResult, evaluate, run_evaluation
@@ -19,8 +22,6 @@ from llmgym.evaluation.suites import EnvEntry, Suite, list_suites, load_suite
 
 def compare(a: str | Path, b: str | Path, **kwargs: Any) -> dict[str, Any]:
     """Compare two evaluation folders (see :func:`llmgym.evaluation.compare.compare_runs`)."""
-    from llmgym.evaluation.compare import compare_runs
-
     return compare_runs(a, b, **kwargs)
 
 

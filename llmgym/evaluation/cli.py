@@ -28,28 +28,36 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite) if args.suite else None  # a bad name fails before any output
     out = args.out or f"evals/{provenance.utc_now().replace(':', '')}"
     print(f"writing to {out} (run the same command with --out {out} to resume)", file=sys.stderr)
-    result = evaluate(
-        args.envs or None,
-        args.policy,
-        suite=suite,
-        episodes=args.episodes,
-        samples=args.samples,
-        k=args.k,
-        seed=args.seed,
-        env_kwargs=args.env_kwargs,
-        settings=dict(args.set or []),
-        concurrency=args.concurrency,
-        mode=args.mode,
-        env_workers=args.env_workers,
-        out=out,
-        overwrite=args.overwrite,
-        report=not args.no_report,
-        rollouts_format=args.rollouts_format,
-        progress=not args.no_progress,
-        retry_errors=not args.no_retry_errors,
-        max_error_rate=args.max_error_rate,
-        ray=args.ray,
-    )
+    from llmgym.evaluation.monitor import MonitorStop
+
+    try:
+        result = evaluate(
+            args.envs or None,
+            args.policy,
+            suite=suite,
+            episodes=args.episodes,
+            samples=args.samples,
+            k=args.k,
+            seed=args.seed,
+            env_kwargs=args.env_kwargs,
+            settings=dict(args.set or []),
+            concurrency=args.concurrency,
+            mode=args.mode,
+            env_workers=args.env_workers,
+            out=out,
+            overwrite=args.overwrite,
+            report=not args.no_report,
+            rollouts_format=args.rollouts_format,
+            progress=not args.no_progress,
+            retry_errors=not args.no_retry_errors,
+            max_error_rate=args.max_error_rate,
+            ray=args.ray,
+            search=args.search or (),
+            alerts=args.alerts,
+        )
+    except MonitorStop as stop:
+        print(f"{stop} (alerts in {out}/alerts.jsonl; run again with --out {out} to resume)")
+        return 1
     o = result.summary["overall"]
     print(
         f"{o['episodes']} episodes over {o['tasks']} tasks: success {o['success_rate']:.4f} "
@@ -60,6 +68,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             f"  {name}: success {s['success_rate']:.4f}, mean reward {s['mean_reward']:.4f}, "
             f"errors {s['error_rate']:.3f}"
         )
+    for env, block in (result.summary.get("search") or {}).get("by_env", {}).items():
+        for spec, m in block["methods"].items():
+            eq = m["pass_at_equal_calls"]
+            beside = (
+                f", pass@{eq['k']} {eq['pass_at_k']:.4f} at {eq['calls']:.1f} calls" if eq else ""
+            )
+            print(
+                f"  {env} {spec}: success {m['success_rate']:.4f} at {m['mean_calls']:.1f} calls{beside}"
+            )
     print(f"results: {result.results_path}")
     if not args.no_report:
         print(f"report: {result.report_path}")
@@ -179,6 +196,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _search_spec(text: str) -> str:
+    from llmgym import error
+    from llmgym.search import parse_spec
+
+    try:
+        parse_spec(text)
+    except error.Error as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def add_subparsers(subparsers: Any) -> None:
     """Add ``eval``, ``compare``, ``report``, ``reverify`` and ``export-rollouts``."""
     from llmgym.cli import fraction, int_at_least, int_list, json_object, key_value
@@ -276,6 +304,21 @@ def add_subparsers(subparsers: Any) -> None:
         help="play the episodes in env actors on a Ray cluster: auto (the running one), local "
         "(start Ray here) or HOST:PORT; same results and resuming as a local run (needs "
         "llmgym[ray])",
+    )
+    p.add_argument(
+        "--search",
+        type=_search_spec,
+        action="append",
+        metavar="SPEC",
+        help="also search each task: best_of_n:N | beam:WIDTHxEXPAND | mcts:CALLS (repeatable); "
+        "the summary and report put its success beside pass@k at the same policy calls",
+    )
+    p.add_argument(
+        "--alerts",
+        metavar="FILE",
+        help="alert rules watched as results arrive (a YAML list, or a file with an 'alerts:' "
+        "list): monitor.jsonl and alerts.jsonl in --out; a 'stop' alert ends the run (exit 1; "
+        "running again resumes it)",
     )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

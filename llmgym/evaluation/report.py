@@ -526,6 +526,10 @@ def eval_report_html(summary: Mapping[str, Any], records: Sequence[Mapping[str, 
             )
     if examples:
         sections.append("<h2>Failed episodes (first 3 per env)</h2>" + "".join(examples))
+    if summary.get("search"):
+        from llmgym.evaluation.search import search_section
+
+        sections.append(search_section(summary["search"]))
     sections.append(_provenance_section(summary))
     return page(title, subtitle, sections)
 

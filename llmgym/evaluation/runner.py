@@ -185,11 +185,21 @@ def _provenance(config: EvalConfig, counts: dict[str, int], previous: Any) -> di
     return info
 
 
-def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
+def run_evaluation(
+    config: EvalConfig,
+    *,
+    ray: str | None = None,
+    search: Sequence[str] = (),
+    alerts: Sequence[Any] = (),
+) -> EvalResult:
     """Run (or resume) the evaluation described by ``config``; see the module docstring.
 
     ``ray``: a Ray cluster address (``"auto"``, ``"local"``, ``host:port``) whose actors hold
     the envs (``llmgym.ray``); the records, summary and resumption are those of a local run.
+    ``search``: search specs run once per task after the episodes (``llmgym.evaluation.search``).
+    ``alerts``: alert rules (:class:`llmgym.evaluation.monitor.AlertRule`) watched as results
+    arrive (``monitor.jsonl``, ``alerts.jsonl``); a ``stop`` alert ends the run with
+    :class:`~llmgym.evaluation.monitor.MonitorStop`, and running again resumes it.
     """
     from tqdm.auto import tqdm
 
@@ -217,12 +227,19 @@ def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
         total=len(plan), initial=len(done), desc="eval", unit="ep", disable=not config.progress
     )
     wins = sum(1 for r in done.values() if r.get("success"))
+    monitor = None
+    if alerts and todo:
+        from llmgym.evaluation.monitor import EvalMonitor
+
+        monitor = EvalMonitor(config.out, alerts, stop_on_alert=True)
 
     with JsonlAppender(results_path) as writer:
 
         def on_record(record: dict[str, Any]) -> None:
             nonlocal wins
             writer.write(record)
+            if monitor is not None:
+                monitor.add(record)  # a stop alert raises here: the run ends, resumable
             done[record["key"]] = record
             wins += bool(record.get("success"))
             bar.update(1)
@@ -239,6 +256,8 @@ def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
             bar.close()
             if owns_policy and policy is not None:
                 policy.close()
+            if monitor is not None:
+                monitor.close()
 
     records = [done[p.key] for p in plan]
     write_atomic(results_path, b"".join(_line(r) for r in records))
@@ -264,6 +283,8 @@ def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
         },
         **summarize(records, ks=config.k, seed=config.seed),
     }
+    if search:
+        summary["search"] = _search(config, plan, records, search)
     write_atomic(config.out / "summary.json", json.dumps(summary, indent=1, default=repr))
     if config.rollouts_format == "parquet":
         from llmgym.evaluation.rollouts import write_rollouts
@@ -274,6 +295,21 @@ def run_evaluation(config: EvalConfig, *, ray: str | None = None) -> EvalResult:
 
         write_eval_report(config.out)
     return EvalResult(out=config.out, summary=summary, records=records)
+
+
+def _search(
+    config: EvalConfig, plan: list[EpisodePlan], records: list[dict[str, Any]], specs: Sequence[str]
+) -> dict[str, Any]:
+    from llmgym.evaluation.search import run_searches, summarize_search
+    from llmgym.policies import load_policy
+
+    policy = load_policy(config.policy, **config.settings)
+    try:
+        found = run_searches(config, policy, plan, specs, progress=config.progress)
+    finally:
+        if policy is not config.policy:
+            policy.close()
+    return summarize_search(found, records)
 
 
 def _line(record: Mapping[str, Any]) -> bytes:
@@ -373,6 +409,8 @@ def evaluate(
     retry_errors: bool = True,
     max_error_rate: float | None = None,
     ray: str | None = None,
+    search: Sequence[str] = (),
+    alerts: Any = None,
 ) -> EvalResult:
     """Evaluate a policy on envs or a suite; write results, summary and report to ``out``.
 
@@ -381,7 +419,11 @@ def evaluate(
     episodes errored (default 0.05) the result is marked ``failed`` and the report says so.
     ``ray``: play the episodes in env actors on the Ray cluster at this address (``"auto"``,
     ``"local"``, ``host:port``); the records are those of a local run, and either resumes
-    the other.
+    the other. ``search``: search specs (``"best_of_n:8"``, ``"beam:4x4"``, ``"mcts:64"``) run
+    once per task after the episodes; ``summary["search"]`` compares them with pass@k at the
+    same policy calls (``llmgym.evaluation.search``). ``alerts``: alert rules (a list of
+    ``{"rule", ...}`` dicts or a rules file, as ``llmgym.evaluation.monitor.load_rules`` reads)
+    watched as results arrive; a ``stop`` alert ends the run (resumable) with ``MonitorStop``.
 
     ``envs``: env ids, :class:`EnvEntry` objects or dicts ``{"id", "kwargs", "seed",
     "episodes", "name"}``; or ``suite``: a shipped suite name (``"core-v0"``) or a suite
@@ -431,4 +473,14 @@ def evaluate(
         retry_errors=retry_errors,
         max_error_rate=DEFAULT_MAX_ERROR_RATE if max_error_rate is None else max_error_rate,
     )
-    return run_evaluation(config, ray=ray)
+    if search:
+        from llmgym.search import parse_spec
+
+        for spec in search:
+            parse_spec(spec)  # a bad spec fails before any episode
+    rules: list[Any] = []
+    if alerts is not None:  # bad rules fail before any episode too
+        from llmgym.evaluation.monitor import load_rules, parse_rules
+
+        rules = load_rules(alerts) if isinstance(alerts, (str, Path)) else parse_rules(alerts)
+    return run_evaluation(config, ray=ray, search=tuple(search), alerts=rules)

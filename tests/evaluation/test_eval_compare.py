@@ -198,3 +198,19 @@ def test_the_main_llmgym_cli_has_the_evaluation_commands() -> None:
         ["export-rollouts", "x", "-o", "y"],
     ):
         assert callable(parser.parse_args(argv).func)
+
+
+def test_compare_stays_the_function_after_its_module_is_imported() -> None:
+    """``llmgym.evaluation.compare`` is a function and a submodule's name: loading the submodule
+    later (the CLI does) must not turn the package's ``compare`` into the module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import llmgym.evaluation as e, llmgym.evaluation.compare, importlib;"
+        "importlib.import_module('llmgym.evaluation.compare');"
+        "from llmgym.evaluation import compare;"
+        "assert callable(compare) and compare is e.compare, type(compare)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
