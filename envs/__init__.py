@@ -35,6 +35,10 @@ register(id="llm/LongDoc-v0", entry_point="llmgym.envs.longdoc:LongDocEnv")
 
 register(id="llm/Instruct-v0", entry_point="llmgym.envs.instruct:InstructEnv")
 
+# --- bridged task libraries (envs/reasoning/; needs the reasoning extra) ----------------------
+
+register(id="llm/ReasoningGym-v0", entry_point="llmgym.envs.reasoning:ReasoningGymEnv")
+
 # --- joint training (envs/mixture.py) ---------------------------------------------------------
 
 register(id="llm/Mixture-v0", entry_point="llmgym.envs.mixture:MixtureEnv")

@@ -224,6 +224,10 @@ class MixtureEnv(LLMEnv):
                 env = gym.make(
                     env_id, disable_env_checker=True, render_mode=render_mode, **kwargs
                 ).unwrapped
+            except error.DependencyNotInstalled:
+                if envs is None:  # the default mixture: every env this installation can make
+                    continue
+                raise
             except gym.error.Error as e:
                 raise error.Error(f"Mixture member {name!r}: cannot make {env_id!r}: {e}") from None
             if not isinstance(env, LLMEnv):

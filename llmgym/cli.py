@@ -373,11 +373,47 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         return 1
     if args.families:
-        for env_id in ids:
-            print(f"{env_id}: {', '.join(llmgym.list_families(env_id))}")
+        _print_families_by_domain(ids)
     else:
         print("\n".join(ids))
     return 0
+
+
+def _print_families_by_domain(ids: list[str]) -> None:
+    """Each env's families under its domain, with counts; the total counts each (domain, family)
+    once (CodingMultiTurn-v0 shares Coding-v0's) and leaves out mixtures (their families are
+    other envs'). An env whose optional dependency is missing is listed with the pip command."""
+    import gymnasium as gym
+
+    import llmgym
+
+    by_domain: dict[str, list[tuple[str, list[str]]]] = {}
+    missing = []
+    for env_id in ids:
+        try:
+            env = gym.make(env_id, disable_env_checker=True)
+        except llmgym.error.DependencyNotInstalled as e:
+            missing.append(f"{env_id}: not installed ({e})")
+            continue
+        try:
+            base = env.unwrapped
+            domain = getattr(base, "domain", "generic")
+            families = list(base.source.families())  # type: ignore[attr-defined]
+        finally:
+            env.close()
+        by_domain.setdefault(domain, []).append((env_id, families))
+    distinct = set()
+    for domain, envs in sorted(by_domain.items()):
+        names = {f for _, families in envs for f in families}
+        if domain != "mixture":
+            distinct |= {(domain, f) for f in names}
+        print(f"{domain} ({len(names)} families)")
+        for env_id, families in envs:
+            print(f"  {env_id} ({len(families)}): {', '.join(families)}")
+    for line in missing:
+        print(line)
+    counted = sorted(d for d in by_domain if d != "mixture")
+    print(f"total: {len(distinct)} families in {len(counted)} domains ({', '.join(counted)})")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -80,8 +80,8 @@ DOMAINS = sorted(
 )
 
 
-def test_there_are_five_domain_wings() -> None:
-    assert DOMAINS == ["coding", "instruct", "longdoc", "math", "tools"]
+def test_there_are_six_domain_wings() -> None:
+    assert DOMAINS == ["coding", "instruct", "longdoc", "math", "reasoning", "tools"]
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
