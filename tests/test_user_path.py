@@ -336,27 +336,38 @@ def test_trl_prompt_dataset_covers_every_task_once() -> None:
 # --- shipped configs on a fresh clone ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in Path("configs").glob("*.yaml")))
-def test_a_shipped_config_without_the_demos_models_says_to_run_the_demo(
-    config: str, tmp_path: Path
-) -> None:
-    """From a fresh clone (no runs/demo), a shipped config fails with one clear line saying to
-    run the demo first, not a hub error."""
-    cfg = Path("configs") / config
-    text = cfg.read_text()
-    assert "make demo" in text
-    from llmgym.agents.tiny import load_model_and_tokenizer
-
-    model = next(
+def _model_of(text: str) -> str:
+    return next(
         line.split(":", 1)[1].split("#")[0].strip()
         for line in text.splitlines()
         if line.startswith("model:")
     )
-    with pytest.raises(error.Error, match="make demo") as info:
-        load_model_and_tokenizer(str(tmp_path / "fresh-clone" / model))
-    assert "huggingface" not in str(info.value).lower()
-    with pytest.raises(error.Error, match="make demo"):
-        load_model_and_tokenizer("runs/demo/never-made/final")
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in Path("configs").glob("*.yaml")))
+def test_a_shipped_config_without_its_model_says_how_to_get_one(
+    config: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a fresh clone, a shipped config whose model is not there fails with one clear line:
+    run the demo first (the demo's models), or point --model at a local checkpoint (a real
+    model's recipe, with no hub to download from), never a bare hub error."""
+    from llmgym.agents.tiny import load_model_and_tokenizer
+
+    text = (Path("configs") / config).read_text()
+    model = _model_of(text)
+    if model.startswith("runs/demo/"):
+        assert "make demo" in text
+        with pytest.raises(error.Error, match="make demo") as info:
+            load_model_and_tokenizer(str(tmp_path / "fresh-clone" / model))
+        assert "huggingface" not in str(info.value).lower()
+        with pytest.raises(error.Error, match="make demo"):
+            load_model_and_tokenizer("runs/demo/never-made/final")
+    else:  # a real model's recipe: a hub id or a local directory, named with --model
+        assert "--model" in text, "the header says how to use a local checkpoint"
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a machine without the hub
+        with pytest.raises(error.Error, match="save_pretrained") as info:
+            load_model_and_tokenizer(model)
+        assert repr(model) in str(info.value)
 
 
 # --- compare and reverify say what they could not do -------------------------------------------
