@@ -167,6 +167,10 @@ class GRPOTrainer:
             f"({self.world}); change prompts_per_step or group_size",
         )
         self.local_n = total // self.world
+        require(
+            cfg.tree_search is None or self.world == 1,
+            "tree_search runs in one process (each process's searches would differ in size)",
+        )
         check_deepspeed_batches(
             acc, math.ceil(self.local_n / cfg.mini_batches), cfg.micro_batch_size
         )
@@ -247,6 +251,34 @@ class GRPOTrainer:
 
     # --- one step: tasks -> rollouts -> advantages -> update -------------------------------------
 
+    def _tree_rollouts(self, tasks: list[Any]) -> tuple[list[Any], list[float], list[Any]]:
+        """Tree-GRPO: search each task; siblings that share a prefix are the groups. Returns the
+        samples, their advantages and their episode summaries."""
+        from llmgym.agents.hf import HFPolicy, stop_ids_of
+        from llmgym.agents.tree_grpo import tree_rollouts
+
+        cfg = self.cfg
+        assert cfg.tree_search is not None
+        policy = HFPolicy(
+            self._unwrapped(),
+            self.tokenizer,
+            temperature=cfg.temperature,
+            top_k=cfg.top_k,
+            top_p=cfg.top_p,
+            max_new_tokens=cfg.max_new_tokens,
+        )
+        resets = [{"seed": t.seed, "options": t.options()} for t in tasks]
+        trajs, advantages, _ = tree_rollouts(
+            self.envs[0],
+            policy,
+            self.tokenizer,
+            resets,
+            cfg.tree_search,
+            stop_ids=stop_ids_of(self.tokenizer),
+            seed=cfg.seed + self.step,
+        )
+        return trajs, advantages, [t.summary() for t in trajs]
+
     def train_step(self) -> dict[str, float]:
         """One GRPO step; returns its metrics (identical on every process)."""
         cfg, torch = self.cfg, self._torch
@@ -272,6 +304,11 @@ class GRPOTrainer:
             tasks = draw_tasks(
                 self.probe_env, cfg.prompts_per_step, self.gens.tasks, self.scheduler
             )
+            if cfg.tree_search is not None:
+                kept_trajs, kept_adv, local = self._tree_rollouts(tasks)
+                all_summaries += local
+                kept_groups = cfg.prompts_per_step if kept_trajs else 0
+                break
             mine = [tasks[(start + j) // cfg.group_size] for j in range(self.local_n)]
             # Sampling with the policy itself: gathered once, so generation gathers nothing.
             gather = not self.engine.holds_weights

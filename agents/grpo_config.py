@@ -144,6 +144,12 @@ class GRPOConfig(ScaleConfig):
     eval_seed: int = 1_000_000
     """First held-out seed (training tasks are drawn from a different stream)."""
 
+    tree_search: str | None = None
+    """Tree-GRPO (``llmgym.agents.tree_grpo``): search each step's tasks with this spec
+    (``beam:2x4``, ``mcts:16``) and train on sibling groups (samples that share a prefix, their
+    values normalised within the group) instead of ``group_size`` independent episodes. One
+    process only (the searches of several would differ in size), and the HF engine."""
+
     # --- monitoring ----------------------------------------------------------------------------
     alerts: list[dict[str, Any]] = field(default_factory=list)
     """Alert rules (``llmgym.evaluation.monitor.AlertRule`` fields), e.g. ``[{rule: forgetting,
@@ -167,6 +173,19 @@ class GRPOConfig(ScaleConfig):
         require(0 < self.top_p <= 1 and self.top_k >= 0, "need 0 < top_p <= 1 and top_k >= 0")
         require(self.env_workers >= 1, "env_workers must be >= 1")
         check_engine(self)
+        if self.tree_search is not None:
+            from llmgym import error
+            from llmgym.search import parse_spec
+
+            try:
+                parse_spec(self.tree_search)
+            except error.Error as e:
+                require(False, f"tree_search: {e}")
+            require(not self.dynamic_sampling, "tree_search and dynamic_sampling do not combine")
+            require(
+                self.generation_engine == "hf",
+                "tree_search samples with the policy itself: use generation_engine: hf",
+            )
         require(
             self.loss_type in LOSS_TYPES,
             f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}",

@@ -13,6 +13,7 @@ import torch
 import yaml
 from agents_common import DIGITS_ENV
 
+from llmgym import error
 from llmgym.agents.expert_iteration import ExpertIterationConfig, search_demonstrations
 from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
 from llmgym.agents.hf import HFPolicy, stop_ids_of
@@ -120,7 +121,6 @@ def test_search_demonstrations_are_the_successful_best_trajectories(tiny_dir: st
 
 @pytest.mark.parametrize("bad", [{"search": "dfs:2"}, {"iterations": 0}, {"temperature": 0.0}])
 def test_bad_expert_iteration_configs_are_refused(bad: dict[str, Any]) -> None:
-    from llmgym import error
 
     with pytest.raises(error.Error):
         ExpertIterationConfig(model="m", **bad)
@@ -155,3 +155,28 @@ def test_a_transformers_sequence_classifier_values_unfinished_nodes(
     for node in unfinished:
         assert node.estimate == pytest.approx(score(node.messages), abs=1e-5)
     assert len({round(n.estimate, 6) for n in unfinished}) > 1  # it reads the conversation
+
+
+@pytest.mark.timeout(300)
+def test_grpo_with_tree_search_trains_on_sibling_groups(tiny_dir: str, tmp_path: Path) -> None:
+    """``tree_search:`` in the GRPO config: each step searches its tasks and updates on the
+    sibling groups (the same trainer, ``llmgym train``'s path)."""
+    cfg = GRPOConfig(model=tiny_dir, env_id=DIGITS_ENV, output_dir=str(tmp_path), total_steps=2,
+                     prompts_per_step=2, group_size=4, max_new_tokens=6, progress=False,
+                     tensorboard=False, learning_rate=1e-3, micro_batch_size=8,
+                     tree_search="beam:1x4")  # fmt: skip
+    trainer = GRPOTrainer(cfg)
+    try:
+        before = [p.detach().clone() for p in trainer._unwrapped().parameters()]
+        metrics = trainer.train_step()
+        after = list(trainer._unwrapped().parameters())
+        assert metrics["charts/episodes"] >= 4  # every searched sample counts as an episode
+        assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    finally:
+        trainer.close()
+    for bad, words in (
+        ({"tree_search": "mcts:0"}, "tree_search"),
+        ({"tree_search": "beam:2x2", "dynamic_sampling": True}, "do not combine"),
+    ):
+        with pytest.raises(error.Error, match=words):
+            GRPOConfig(model=tiny_dir, env_id=DIGITS_ENV, **bad)
