@@ -134,14 +134,17 @@ def no_leftovers() -> Iterator[None]:
     pipes = _our_fds("pipe:")
     yield
     # Processes that live until exit when other suites ran in this process (the coding
-    # judge's sandboxes, the math verifier's sympy workers) are closed as the exit would
-    # close them: they are not leftovers.
+    # judge's sandboxes, the math verifier's sympy workers, reasoning-gym's scorer) are
+    # closed as the exit would close them: they are not leftovers.
     coding_judge = sys.modules.get("llmgym.envs.coding.judge.shipping")
     if coding_judge is not None:
         coding_judge.close_shared_sandboxes()
     sympy_workers = sys.modules.get("llmgym.rewards.math.sympy_pool")
     if sympy_workers is not None:
         sympy_workers.shutdown()
+    reasoning_scorer = sys.modules.get("llmgym.envs.reasoning.bridge.worker")
+    if reasoning_scorer is not None:  # reasoning-gym's scoring worker, closed at exit too
+        reasoning_scorer.shutdown()
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) and time.monotonic() < deadline:
         time.sleep(0.1)
