@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmgym.agents.advantages import group_advantages
 from llmgym.agents.config import ConfigError, require
 from llmgym.agents.grpo_config import LOSS_TYPES, SCALE_REWARDS, GRPOConfig
 from llmgym.agents.reference import k3
@@ -48,24 +49,6 @@ __all__ = [
 ]
 
 # --- the objective (pure functions, unit-tested on small tensors) -------------------------------
-
-
-def group_advantages(rewards: Any, group_size: int, scale: str = "group", eps: float = 1e-4) -> Any:
-    """Rewards ``[n_groups * group_size]`` (grouped contiguously) -> advantages of the same shape.
-
-    >>> import torch
-    >>> group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 2, "none").tolist()
-    [0.5, -0.5, 0.0, 0.0]
-    """
-    grouped = rewards.view(-1, group_size)
-    centred = grouped - grouped.mean(dim=1, keepdim=True)
-    if scale == "group":
-        centred = centred / (grouped.std(dim=1, keepdim=True) + eps)
-    elif scale == "batch":
-        centred = centred / (rewards.std() + eps)
-    elif scale != "none":
-        raise ConfigError(f"scale_rewards must be one of {SCALE_REWARDS}, got {scale!r}")
-    return centred.reshape(-1)
 
 
 def grpo_loss(

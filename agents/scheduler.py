@@ -11,8 +11,11 @@ paused, and each step:
 - raises an arm's difficulty by ``difficulty_step`` when ``p >= raise_at`` and lowers it when
   ``p <= lower_at`` (a curriculum), after ``min_episodes`` episodes at the current level;
 - pauses an arm whose ``p >= pause_at`` at its hardest difficulty (converged: compute goes to
-  arms still improving) and re-probes one paused arm every ``reprobe_every`` steps, resuming
-  it when the probe's success falls below ``pause_at``.
+  arms still improving) and re-probes one paused arm every ``reprobe_every`` steps; each probe
+  updates the arm's ``p``, and the arm resumes when ``p`` falls below ``resume_below`` (default
+  ``pause_at``; lower for hysteresis), which is what catches forgetting of a resting family;
+  ``rest_weight`` keeps a paused arm in the mix at a small share (rehearsal) instead of only
+  re-probing it.
 
 Its state is checkpointed (``state_dict``, registered with the trainer's checkpoints: a resumed
 run makes the same choices as an uninterrupted one) and logged (``metrics`` ->
@@ -66,6 +69,14 @@ class SchedulerConfig:
     """Success rate at the hardest level at which an arm counts as converged and is paused."""
     reprobe_every: int = 20
     """Steps between re-probes of a paused arm (0: never re-probe)."""
+    rest_weight: float = 0.0
+    """Sampling probability each paused arm keeps (rehearsal: a resting family keeps a little
+    practice, and the episodes update its ``p``); 0: only the re-probes. When several arms rest
+    their shares are capped at half the mass together."""
+    resume_below: float | None = None
+    """A paused arm's smoothed success (updated by each re-probe) below which it resumes; None:
+    ``pause_at``. Lower than ``pause_at`` gives hysteresis: a converged arm whose sampled success
+    hovers near ``pause_at`` is not resumed by one unlucky probe, only by a real decline."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, message: str) -> None:
@@ -92,6 +103,11 @@ class SchedulerConfig:
         )
         need(self.min_episodes >= 1, "min_episodes must be >= 1")
         need(self.reprobe_every >= 0, "reprobe_every must be >= 0 (0: never)")
+        need(0 <= self.rest_weight < 1, f"rest_weight must be in [0, 1), got {self.rest_weight}")
+        need(
+            self.resume_below is None or 0 <= self.resume_below <= self.pause_at,
+            f"resume_below must be in [0, pause_at] (or null: pause_at), got {self.resume_below}",
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SchedulerConfig:
@@ -135,7 +151,7 @@ class TaskScheduler:
     # --- choosing ---------------------------------------------------------------------------
 
     def weights(self) -> dict[str, float]:
-        """Sampling probability of each arm now (0 for paused arms)."""
+        """Sampling probability of each arm now (``rest_weight`` for paused arms)."""
         active = [a for a, s in self.arms.items() if not s.paused]
         if not active:
             return {a: 1.0 / len(self.arms) for a in self.arms}  # all converged: keep probing
@@ -146,10 +162,14 @@ class TaskScheduler:
         total = sum(raw.values())
         n = len(active)
         floor = self.config.floor
+        resting = len(self.arms) - n
+        rest = min(self.config.rest_weight, 0.5 / resting) if resting else 0.0
+        share = 1 - rest * resting  # what the active arms share
         probs = {
-            a: (1 - floor) * (raw[a] / total if total > 0 else 1 / n) + floor / n for a in active
+            a: share * ((1 - floor) * (raw[a] / total if total > 0 else 1 / n) + floor / n)
+            for a in active
         }
-        return {a: probs.get(a, 0.0) for a in self.arms}
+        return {a: probs.get(a, rest) for a in self.arms}
 
     def choose(self, n: int, rng: np.random.Generator) -> list[tuple[str, float]]:
         """``n`` ``(arm, difficulty)`` picks for this step (a paused arm is re-probed when due)."""
@@ -183,9 +203,11 @@ class TaskScheduler:
         cfg = self.config
         s = self.arms[arm]
         rate = float(np.mean(successes))
-        if s.paused:  # a re-probe
-            if rate < cfg.pause_at:
-                s.paused, s.p_success, s.episodes = False, rate, 0
+        if s.paused:  # a re-probe: keeps tracking the resting arm's success
+            s.p_success = (1 - cfg.ema) * s.p_success + cfg.ema * rate
+            resume_below = cfg.pause_at if cfg.resume_below is None else cfg.resume_below
+            if s.p_success < resume_below:
+                s.paused, s.episodes = False, 0
             return
         s.p_success = (1 - cfg.ema) * s.p_success + cfg.ema * rate
         s.episodes += len(successes)

@@ -89,7 +89,7 @@ def tree_rollouts(
     every sibling group's samples with their group-normalised advantages, and the searches."""
     import torch
 
-    from llmgym.agents.grpo import group_advantages
+    from llmgym.agents.advantages import group_advantages
 
     trajs: list[Trajectory] = []
     advantages: list[float] = []

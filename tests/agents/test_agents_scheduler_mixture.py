@@ -65,6 +65,44 @@ def test_converged_arm_is_paused_and_reprobed() -> None:
     assert m["scheduler/easy/paused"] == 0.0 and m["scheduler/active_arms"] == 2.0
 
 
+def test_resume_below_gives_hysteresis_and_tracks_the_resting_arm() -> None:
+    cfg = SchedulerConfig(curriculum=False, min_episodes=4, ema=0.5, pause_at=0.9, resume_below=0.7)
+    s = TaskScheduler(["easy", "hard"], cfg)
+    for _ in range(4):
+        s.update("easy", [True] * 8)
+    assert s.arms["easy"].paused
+    s.update("easy", [True] * 6 + [False] * 2)  # one unlucky probe (0.75): p 0.86, stays paused
+    assert s.arms["easy"].paused and s.arms["easy"].p_success == pytest.approx(0.86, abs=0.01)
+    s.update("easy", [True] * 4 + [False] * 4)  # a real decline: p 0.68 < 0.7, resumes
+    assert not s.arms["easy"].paused and s.arms["easy"].episodes == 0
+    assert s.arms["easy"].p_success == pytest.approx(0.68, abs=0.01)
+    s.update("easy", [True] * 8)  # resumed: needs min_episodes again before a pause
+    assert not s.arms["easy"].paused
+
+
+def test_rest_weight_keeps_paused_arms_in_practice() -> None:
+    cfg = SchedulerConfig(curriculum=False, min_episodes=1, ema=1.0, floor=0.0, rest_weight=0.1)
+    s = TaskScheduler(["a", "b", "c"], cfg)
+    s.update("a", [True] * 8)
+    assert s.arms["a"].paused
+    w = s.weights()
+    assert w["a"] == pytest.approx(0.1) and w["b"] == w["c"] == pytest.approx(0.45)
+    picks = [a for a, _ in s.choose(4000, np.random.default_rng(0))]
+    assert 0.08 < picks.count("a") / len(picks) < 0.12
+    s.update("b", [True] * 8)  # two resting arms: their shares are capped at half the mass
+    s.config = SchedulerConfig(curriculum=False, rest_weight=0.4)
+    w = s.weights()
+    assert w["a"] == w["b"] == pytest.approx(0.25) and w["c"] == pytest.approx(0.5)
+    with pytest.raises(llmgym.error.Error, match="rest_weight"):
+        SchedulerConfig(rest_weight=1.0)
+
+
+@pytest.mark.parametrize("resume_below", [-0.1, 0.95, float("nan")])
+def test_resume_below_must_lie_under_pause_at(resume_below: float) -> None:
+    with pytest.raises(llmgym.error.Error, match="resume_below"):
+        SchedulerConfig(pause_at=0.9, resume_below=resume_below)
+
+
 def test_all_paused_still_samples_and_state_round_trips() -> None:
     s = TaskScheduler(["a"], SchedulerConfig(curriculum=False, min_episodes=1, ema=1.0))
     s.update("a", [True])
