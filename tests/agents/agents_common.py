@@ -4,6 +4,7 @@ through ``conftest``, whose module name the suite's root conftest also uses)."""
 from __future__ import annotations
 
 import random
+import socket
 from typing import Any
 
 from llmgym.core import Episode, LLMEnv, Message, Turn
@@ -87,3 +88,10 @@ DIGITS_ENV = "agents-test/Length-v0"
 DIGITS_TASKS = [
     {"id": f"d{i}", "prompt": f"Write a long line ({i}).", "answer": "0"} for i in range(64)
 ]
+
+
+def free_port() -> int:
+    """A free loopback port (for ``accelerate launch --main_process_port``)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

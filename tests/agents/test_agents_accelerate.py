@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from agents_common import DIGITS_TASKS
+from agents_common import DIGITS_TASKS, free_port
 
 from llmgym.agents.runlog import read_metrics
 
 HERE = Path(__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _launch(
@@ -39,7 +32,7 @@ def _launch(
         "2",
         "--multi_gpu",
         "--main_process_port",
-        str(_free_port()),
+        str(free_port()),
         "--num_machines",
         "1",
         "--mixed_precision",

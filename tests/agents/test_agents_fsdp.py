@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from agents_common import DIGITS_TASKS
+from agents_common import DIGITS_TASKS, free_port
 
 from llmgym.agents.runlog import read_metrics
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FSDP_CONFIG = ROOT / "configs" / "accelerate" / "fsdp.yaml"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -56,7 +49,7 @@ def _launch_fsdp(
         "--mixed_precision",
         "no",
         "--main_process_port",
-        str(_free_port()),
+        str(free_port()),
         *args,
     ]
     return subprocess.run(
@@ -192,7 +185,7 @@ def test_two_processes_that_accelerate_did_not_join_are_refused(tiny_dir: str) -
         "--dynamo_backend",
         "no",
         "--main_process_port",
-        str(_free_port()),
+        str(free_port()),
         "--no_python",
         sys.executable,
         "-c",
