@@ -8,6 +8,7 @@ same task in any process, whatever ``PYTHONHASHSEED``.
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import hashlib
 import json
@@ -286,6 +287,24 @@ class Family:
     def __post_init__(self) -> None:
         if not self.name or ":" in self.name or self.name != self.name.strip():
             raise ValueError(f"Family names are non-empty and have no ':', actual: {self.name!r}")
+
+
+def select_families(
+    catalogue: Sequence[Any], patterns: str | Sequence[str] | None, what: str = "family"
+) -> list[Any]:
+    """The families of ``catalogue`` (anything with a ``name``) whose names match any of the
+    glob ``patterns`` (all of them for None), in catalogue order; none matching is an
+    :class:`~llmgym.error.UnknownFamily` naming the closest name and every one."""
+    if patterns is None:
+        return list(catalogue)
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    chosen = [f for f in catalogue if any(fnmatch.fnmatchcase(f.name, p) for p in patterns)]
+    if not chosen:
+        names = [f.name for f in catalogue]
+        hint = error.did_you_mean(str(patterns[0]), names) if patterns else ""
+        raise error.UnknownFamily(f"No {what} matches {list(patterns)}{hint}; available: {names}")
+    return chosen
 
 
 def draft(prompt: str, answer: Any = None, **fields: Any) -> Task:

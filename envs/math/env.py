@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +13,7 @@ from llmgym.envs.math.datasets import load_tasks
 from llmgym.envs.math.families import FAMILIES
 from llmgym.rewards import RewardResult
 from llmgym.rewards.math.form import is_factored
-from llmgym.tasks import ProceduralSource, Subtask, Task
+from llmgym.tasks import ProceduralSource, Subtask, Task, select_families
 
 __all__ = ["DEFAULT_FORM", "MathEnv", "is_factored", "milestones_of"]
 
@@ -157,7 +156,7 @@ class MathEnv(LLMEnv):
                 raise error.Error(
                     "dataset_format needs tasks= (a dataset); procedural families have none"
                 )
-            source = ProceduralSource(_select(families), domain="math")
+            source = ProceduralSource(select_families(FAMILIES, families), domain="math")
         else:
             if families is not None:
                 raise error.Error("families= selects procedural families; with tasks=, use family=")
@@ -272,16 +271,3 @@ def _unit(value: Any) -> float:
     except (TypeError, ValueError):
         return 0.0
     return min(max(x, 0.0), 1.0) if math.isfinite(x) else 0.0
-
-
-def _select(patterns: Sequence[str] | None) -> list[Any]:
-    if patterns is None:
-        return list(FAMILIES)
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    chosen = [f for f in FAMILIES if any(fnmatch.fnmatchcase(f.name, p) for p in patterns)]
-    if not chosen:
-        raise error.UnknownFamily(
-            f"No family matches {list(patterns)}; available: {[f.name for f in FAMILIES]}"
-        )
-    return chosen

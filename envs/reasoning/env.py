@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from llmgym.envs.reasoning.bridge.source import LibrarySource
 from llmgym.envs.reasoning.bridge.worker import get_scorer
 from llmgym.envs.reasoning.families import FAMILIES
 from llmgym.rewards import RewardResult
-from llmgym.tasks import Task
+from llmgym.tasks import Task, select_families
 
 FULL_MARKS = 1.0 - 1e-9
 
@@ -104,7 +103,9 @@ class ReasoningGymEnv(LLMEnv):
             raise error.Error(f"Expects score_timeout_s > 0, actual: {score_timeout_s!r}")
         self.partial_credit = partial_credit
         self.score_timeout_s = float(score_timeout_s)
-        source = LibrarySource(_select(families), library, domain=self.domain)
+        source = LibrarySource(
+            select_families(FAMILIES, families, "reasoning-gym family"), library, domain=self.domain
+        )
         super().__init__(source, **kwargs)
         self.source: LibrarySource = source
 
@@ -162,18 +163,3 @@ def _in_vocabulary(answer: str, gold: str | None, vocabulary: tuple[str, ...] | 
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
-
-
-def _select(patterns: Sequence[str] | None) -> list[Any]:
-    if patterns is None:
-        return list(FAMILIES)
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    chosen = [f for f in FAMILIES if any(fnmatch.fnmatchcase(f.name, p) for p in patterns)]
-    if not chosen:
-        names = [f.name for f in FAMILIES]
-        raise error.UnknownFamily(
-            f"No reasoning-gym family matches {list(patterns)}"
-            f"{error.did_you_mean(str(patterns[0]), names)}"
-        )
-    return chosen
