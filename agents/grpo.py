@@ -400,6 +400,7 @@ class GRPOTrainer:
                 [s.is_success for s in group],
                 advantages=[float(a) for a in advantages[i * g : (i + 1) * g]],
                 step=self.step + 1,
+                question=task.question,
             )
 
     def _update(

@@ -6,7 +6,7 @@ declarative env registered from generated tasks, and three ``llm/Math-v0`` arith
 rising difficulty) as one ``llm/Mixture-v0``; the shared base model (the demo's tiny Llama,
 pre-trained on facts of all four families and fine-tuned on a few worked solutions of each,
 built once and cached); held-out success per family; and one *arm* of the benchmark: GRPO from
-the base model with tasks chosen sequentially (:class:`SequentialScheduler`), uniformly (the
+the base model with tasks chosen sequentially (``sequential_scheduler``), uniformly (the
 mixture's own draw) or by :class:`~llmgym.agents.scheduler.TaskScheduler`, evaluated per family
 every few steps.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from llmgym import error
-from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
+from llmgym.agents.scheduler import TaskScheduler
 
 CLOCK_ID = "joint/Clock-v0"
 INSTRUCTION = "Put your final answer in \\boxed{}."
@@ -303,32 +303,16 @@ def family_success(
 # --- the arms ------------------------------------------------------------------------------------------
 
 
-class SequentialScheduler(TaskScheduler):
-    """Every prompt from one family, the families in turn, ``phase_steps`` steps each (the
-    sequential baseline: A, then B, ...). Learns nothing from outcomes; pauses nothing."""
-
-    def __init__(self, order: Sequence[str], phase_steps: int):
-        super().__init__(order, SchedulerConfig(curriculum=False, max_difficulty=0.0))
-        self.order = list(order)
-        self.phase_steps = phase_steps
-
-    def current(self) -> str:
-        """The family of the step being chosen (the last one once every phase is over)."""
-        return self.order[min((self.step - 1) // self.phase_steps, len(self.order) - 1)]
-
-    def choose(self, n: int, rng: Any) -> list[tuple[str, float]]:
-        self.step += 1
-        arm = self.current()
-        self._picks = {a: n if a == arm else 0 for a in self.arms}
-        return [(arm, 0.0)] * n
-
-    def weights(self) -> dict[str, float]:
-        arm = self.current() if self.step else self.order[0]
-        return {a: float(a == arm) for a in self.arms}
-
-    def update(self, arm: str, successes: Sequence[bool], **_: Any) -> None:
-        if arm in self.arms:
-            self.arms[arm].total_episodes += len(successes)
+def sequential_scheduler(steps: int) -> dict[str, Any]:
+    """The sequential arm's ``SchedulerConfig``: every prompt from one family, the families of
+    ``ARMS`` in turn, a quarter of the steps each (A, then B, ...), at difficulty 0."""
+    return {
+        "strategy": "sequential",
+        "order": list(ARMS),
+        "phase_steps": max(1, steps // len(ARMS)),
+        "curriculum": False,
+        "max_difficulty": 0.0,
+    }
 
 
 @dataclass
@@ -387,7 +371,9 @@ def run_arm(
     register_clock()
     if cfg.kind not in KINDS:
         raise error.Error(f"ArmConfig.kind must be one of {KINDS}, got {cfg.kind!r}")
-    scheduler = cfg.scheduler if cfg.kind == "scheduler" else None
+    scheduler = {"sequential": sequential_scheduler(cfg.steps), "scheduler": cfg.scheduler}.get(
+        cfg.kind
+    )
     shutil.rmtree(Path(out) / cfg.kind, ignore_errors=True)  # an arm always starts afresh
     trainer = GRPOTrainer(
         GRPOConfig(
@@ -407,8 +393,6 @@ def run_arm(
             scheduler=scheduler,
         )
     )
-    if cfg.kind == "sequential":
-        trainer.scheduler = SequentialScheduler(ARMS, max(1, cfg.steps // len(ARMS)))
     t0 = time.perf_counter()
     model, tokenizer = trainer.accelerator.unwrap_model(trainer.model), trainer.tokenizer
     episodes = dict.fromkeys(ARMS, 0)

@@ -458,6 +458,8 @@ class TaskRef:
     difficulty: float
     arm: str | None = None
     """The scheduler arm (family) it was drawn for, if a scheduler chose it."""
+    question: str | None = None
+    """Its question's key for the scheduler's ``question_rest`` (prompt hash), if scheduled."""
 
     def options(self) -> dict[str, Any]:
         return {"task_id": self.task_id}
@@ -466,14 +468,23 @@ class TaskRef:
 def draw_tasks(probe_env: Any, n: int, rng: Any, scheduler: Any = None) -> list[TaskRef]:
     """``n`` tasks from the env's own distribution, or from ``scheduler``'s ``(family, difficulty)``.
 
-    Draws only from ``rng`` and deterministic resets, so every process draws the same list.
+    Draws only from ``rng`` and deterministic resets, so every process draws the same list. A
+    question the scheduler rests (``question_rest``) is drawn again, up to its ``redraws``.
     """
+    from llmgym.agents.scheduler import question_key
+
     picks = scheduler.choose(n, rng) if scheduler is not None else [(None, None)] * n
+    redraws = scheduler.config.redraws if scheduler is not None else 0
     refs = []
     for arm, difficulty in picks:
-        seed = int(rng.integers(0, 2**31 - 1))
         options = None if arm is None else {"family": arm, "difficulty": difficulty}
-        _, info = probe_env.reset(seed=seed, options=options)
+        for attempt in range(redraws + 1):
+            seed = int(rng.integers(0, 2**31 - 1))
+            prompt, info = probe_env.reset(seed=seed, options=options)
+            question = None if arm is None else question_key(arm, prompt)
+            if question is None or attempt == redraws or not scheduler.resting(question):
+                break
+            scheduler.skipped()
         refs.append(
             TaskRef(
                 task_id=str(info["task_id"]),
@@ -482,6 +493,7 @@ def draw_tasks(probe_env: Any, n: int, rng: Any, scheduler: Any = None) -> list[
                 family=str(info.get("family", "default")),
                 difficulty=float(info.get("difficulty", 0.0)),
                 arm=arm,
+                question=question,
             )
         )
     return refs

@@ -1,13 +1,19 @@
 """Task scheduler for joint training: learning-progress sampling, curriculum, pausing converged tasks.
 
 Each *arm* is a task family (every family is a domain of its own; for ``llm/Mixture-v0`` the
-families are ``"<env id>::<family>"``). The scheduler keeps, per arm, a smoothed success rate
-``p``, the mean absolute advantage of its groups, its current difficulty and whether it is
-paused, and each step:
+families are ``"<env id>::<family>"``). The scheduler keeps, per arm, a fast and a slow smoothed
+success rate, the share of its groups that gave a gradient, its current difficulty and whether
+it is paused, and each step:
 
-- samples arms with probability proportional to ``p (1 - p)`` (the variance of a success: high
-  where the model is learning, near zero where it always or never succeeds), plus a floor so
-  that no active arm starves;
+- samples arms by ``strategy`` plus a floor so that no active arm starves:
+  ``learning_progress`` (default) weighs an arm by ``|p_fast - p_slow|``, how fast its success
+  moves either way (rising: it is learning; falling: it is being forgotten), the absolute
+  learning progress of Kanitscheider et al. (2021) without their rank-based reweighting;
+  ``success_variance`` by ``p (1 - p)`` (high where success is uncertain, near zero where the
+  model always or never succeeds); ``signal`` by the share of groups whose rewards differed;
+  ``uniform``;
+- with ``question_rest``, skips questions whose last group was all right or all wrong (no GRPO
+  gradient) for that many steps, drawing another question of the family instead;
 - raises an arm's difficulty by ``difficulty_step`` when ``p >= raise_at`` and lowers it when
   ``p <= lower_at`` (a curriculum), after ``min_episodes`` episodes at the current level;
 - pauses an arm whose ``p >= pause_at`` at its hardest difficulty (converged: compute goes to
@@ -32,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -40,13 +47,35 @@ import numpy as np
 
 from llmgym import error
 
+_MAX_RESTING = 100_000
+"""Questions remembered for ``question_rest`` at most (a procedural family never repeats one)."""
+
+
+def question_key(arm: str, prompt: Any) -> str:
+    """A question's identity for ``question_rest``: its arm and a hash of its prompt text."""
+    digest = hashlib.blake2b(str(prompt).encode("utf-8", "replace"), digest_size=12).hexdigest()
+    return f"{arm}|{digest}"
+
+
+STRATEGIES = ("learning_progress", "success_variance", "signal", "uniform", "sequential")
+
 
 @dataclass
 class SchedulerConfig:
     """How tasks are chosen during training (``scheduler:`` in a trainer's YAML config)."""
 
     strategy: str = "learning_progress"
-    """``learning_progress`` (weights ``p (1 - p)``) or ``uniform``."""
+    """How active arms are weighted: ``success_variance`` (``p (1 - p)``), ``learning_progress``
+    (``|fast - slow|`` success averages: how fast an arm's success moves, either way),
+    ``signal`` (the smoothed share of an arm's groups whose rewards differ: the groups that give
+    GRPO a gradient), ``uniform``, or ``sequential`` (every prompt from one arm, the arms of
+    ``order`` in turn, ``phase_steps`` steps each: the baseline that forgets; nothing pauses)."""
+    order: list[str] | None = None
+    """``sequential``: the arms in the order they are trained (None: sorted)."""
+    phase_steps: int = 0
+    """``sequential``: steps each arm of ``order`` gets (the last one keeps the rest)."""
+    slow_ema: float = 0.05
+    """Smoothing of the slow success average of ``learning_progress`` (``ema`` is the fast one)."""
     ema: float = 0.3
     """Smoothing of each arm's success rate: ``p <- (1 - ema) p + ema * batch_success``."""
     floor: float = 0.05
@@ -73,6 +102,13 @@ class SchedulerConfig:
     """Sampling probability each paused arm keeps (rehearsal: a resting family keeps a little
     practice, and the episodes update its ``p``); 0: only the re-probes. When several arms rest
     their shares are capped at half the mass together."""
+    question_rest: int = 0
+    """Steps a question rests after a group on it was all right or all wrong (GRPO gets no
+    gradient from such a group: it would only spend episodes); its family draws another question
+    meanwhile (up to ``redraws`` times). 0: off. Questions are known by their prompt text, so a
+    family that never repeats a question is unaffected."""
+    redraws: int = 8
+    """Fresh draws tried when a drawn question is resting (the last one is kept regardless)."""
     resume_below: float | None = None
     """A paused arm's smoothed success (updated by each re-probe) below which it resumes; None:
     ``pause_at``. Lower than ``pause_at`` gives hysteresis: a converged arm whose sampled success
@@ -84,10 +120,11 @@ class SchedulerConfig:
                 raise error.Error(f"SchedulerConfig: {message}")
 
         need(
-            self.strategy in ("learning_progress", "uniform"),
-            f"strategy must be 'learning_progress' or 'uniform', got {self.strategy!r}",
+            self.strategy in STRATEGIES,
+            f"strategy must be one of {STRATEGIES}, got {self.strategy!r}",
         )
         need(0 < self.ema <= 1, "ema must be in (0, 1]; 0.3 adapts within a few steps")
+        need(0 < self.slow_ema < self.ema, "need 0 < slow_ema < ema (the slow average is slower)")
         need(0 <= self.floor < 1, "floor must be in [0, 1)")
         need(
             0 <= self.start_difficulty <= self.max_difficulty <= 1,
@@ -103,6 +140,18 @@ class SchedulerConfig:
         )
         need(self.min_episodes >= 1, "min_episodes must be >= 1")
         need(self.reprobe_every >= 0, "reprobe_every must be >= 0 (0: never)")
+        need(
+            self.strategy != "sequential" or self.phase_steps >= 1,
+            "strategy 'sequential' needs phase_steps >= 1 (steps per arm)",
+        )
+        need(self.phase_steps >= 0, "phase_steps must be >= 0")
+        need(
+            self.order is None
+            or (isinstance(self.order, list) and all(isinstance(a, str) for a in self.order)),
+            f"order must be a list of arm names, got {self.order!r}",
+        )
+        need(self.question_rest >= 0, "question_rest must be >= 0 (0: off)")
+        need(self.redraws >= 0, "redraws must be >= 0")
         need(0 <= self.rest_weight < 1, f"rest_weight must be in [0, 1), got {self.rest_weight}")
         need(
             self.resume_below is None or 0 <= self.resume_below <= self.pause_at,
@@ -129,6 +178,10 @@ class ArmState:
     total_episodes: int = 0
     adv_abs: float = 0.0
     """Smoothed mean absolute advantage of the arm's episodes (how much signal it gives)."""
+    p_slow: float = 0.5
+    """Slowly smoothed success rate (``slow_ema``); ``|p_success - p_slow|`` is the progress."""
+    signal: float = 1.0
+    """Smoothed share of the arm's groups with differing rewards (a GRPO gradient)."""
     paused: bool = False
     paused_at_step: int = -1
 
@@ -144,21 +197,36 @@ class TaskScheduler:
             self.config.start_difficulty if self.config.curriculum else self.config.max_difficulty
         )
         self.arms: dict[str, ArmState] = {a: ArmState(difficulty=start) for a in sorted(set(arms))}
+        order = self.config.order
+        if order is not None and (
+            sorted(set(order)) != list(self.arms) or len(order) != len(self.arms)
+        ):
+            raise error.Error(
+                f"scheduler order must name every arm once: arms {list(self.arms)}, order {order}"
+            )
+        self.order = list(order or self.arms)
         self.step = 0
         self._probe_cursor = 0
         self._picks: dict[str, int] = {}
+        self._resting: dict[str, int] = {}
+        """Question key -> the step up to which it rests (``question_rest``)."""
+        self._skipped = 0
 
     # --- choosing ---------------------------------------------------------------------------
 
+    def current(self) -> str:
+        """``sequential``: the arm of the step being chosen (the last one once all are done)."""
+        phase = max(self.step - 1, 0) // self.config.phase_steps
+        return self.order[min(phase, len(self.order) - 1)]
+
     def weights(self) -> dict[str, float]:
         """Sampling probability of each arm now (``rest_weight`` for paused arms)."""
+        if self.config.strategy == "sequential":
+            return {a: float(a == self.current()) for a in self.arms}
         active = [a for a, s in self.arms.items() if not s.paused]
         if not active:
             return {a: 1.0 / len(self.arms) for a in self.arms}  # all converged: keep probing
-        if self.config.strategy == "uniform":
-            raw = {a: 1.0 for a in active}
-        else:
-            raw = {a: self.arms[a].p_success * (1 - self.arms[a].p_success) for a in active}
+        raw = {a: self._raw_weight(self.arms[a]) for a in active}
         total = sum(raw.values())
         n = len(active)
         floor = self.config.floor
@@ -171,9 +239,23 @@ class TaskScheduler:
         }
         return {a: probs.get(a, rest) for a in self.arms}
 
+    def _raw_weight(self, s: ArmState) -> float:
+        strategy = self.config.strategy
+        if strategy == "success_variance":
+            return s.p_success * (1 - s.p_success)
+        if strategy == "learning_progress":
+            return abs(s.p_success - s.p_slow)
+        if strategy == "signal":
+            return s.signal
+        return 1.0
+
     def choose(self, n: int, rng: np.random.Generator) -> list[tuple[str, float]]:
         """``n`` ``(arm, difficulty)`` picks for this step (a paused arm is re-probed when due)."""
         self.step += 1
+        if self.config.strategy == "sequential":  # draws nothing from rng
+            arm = self.current()
+            self._picks = {a: n if a == arm else 0 for a in self.arms}
+            return [(arm, self.arms[arm].difficulty)] * n
         names = list(self.arms)
         probs = self.weights()
         p = np.array([probs[a] for a in names], dtype=float)
@@ -187,6 +269,26 @@ class TaskScheduler:
         self._picks = {a: picks.count(a) for a in names}
         return [(a, self.arms[a].difficulty) for a in picks]
 
+    def resting(self, question: str) -> bool:
+        """Whether ``question`` (a prompt's key, see :func:`question_key`) rests this step."""
+        return self._resting.get(question, -1) >= self.step
+
+    def skipped(self) -> None:
+        """Count one resting question passed over (``scheduler/questions_skipped``)."""
+        self._skipped += 1
+
+    def _note_question(self, question: str, successes: Sequence[bool]) -> None:
+        rest = self.config.question_rest
+        if not rest:
+            return
+        if len(set(successes)) == 1 and len(successes) > 1:
+            self._resting[question] = self.step + rest
+        else:
+            self._resting.pop(question, None)
+        if len(self._resting) > _MAX_RESTING:  # procedural families: forget the stalest
+            for key in sorted(self._resting, key=self._resting.__getitem__)[: _MAX_RESTING // 4]:
+                del self._resting[key]
+
     # --- learning -------------------------------------------------------------------------------
 
     def update(
@@ -196,10 +298,14 @@ class TaskScheduler:
         *,
         advantages: Sequence[float] = (),
         step: int | None = None,
+        question: str | None = None,
     ) -> None:
-        """Record one step's outcomes for ``arm`` (all its episodes of that step)."""
+        """Record one step's outcomes for ``arm`` (all its episodes of that step; with
+        ``question``, one group on that question)."""
         if arm not in self.arms or not successes:
             return
+        if question is not None:
+            self._note_question(question, successes)
         cfg = self.config
         s = self.arms[arm]
         rate = float(np.mean(successes))
@@ -210,8 +316,13 @@ class TaskScheduler:
                 s.paused, s.episodes = False, 0
             return
         s.p_success = (1 - cfg.ema) * s.p_success + cfg.ema * rate
+        s.p_slow = (1 - cfg.slow_ema) * s.p_slow + cfg.slow_ema * rate
+        spread = np.ptp(advantages) > 1e-8 if len(advantages) else len(set(successes)) > 1
+        s.signal = (1 - cfg.ema) * s.signal + cfg.ema * float(spread)
         s.episodes += len(successes)
         s.total_episodes += len(successes)
+        if cfg.strategy == "sequential":  # a fixed plan: no curriculum, no pauses
+            return
         if advantages:
             s.adv_abs = (1 - cfg.ema) * s.adv_abs + cfg.ema * float(np.mean(np.abs(advantages)))
         if s.episodes < cfg.min_episodes:
@@ -221,10 +332,10 @@ class TaskScheduler:
             s.paused, s.paused_at_step = True, self.step if step is None else step
         elif cfg.curriculum and s.p_success >= cfg.raise_at and not at_top:
             s.difficulty = round(min(s.difficulty + cfg.difficulty_step, cfg.max_difficulty), 2)
-            s.p_success, s.episodes = 0.5, 0
+            s.p_success, s.p_slow, s.episodes = 0.5, 0.5, 0
         elif cfg.curriculum and s.p_success <= cfg.lower_at and s.difficulty > 0:
             s.difficulty = round(max(s.difficulty - cfg.difficulty_step, 0.0), 2)
-            s.p_success, s.episodes = 0.5, 0
+            s.p_success, s.p_slow, s.episodes = 0.5, 0.5, 0
 
     # --- observability and checkpoints --------------------------------------------------------
 
@@ -234,6 +345,10 @@ class TaskScheduler:
         out: dict[str, float] = {
             "scheduler/active_arms": float(sum(not s.paused for s in self.arms.values())),
             "scheduler/mean_difficulty": float(np.mean([s.difficulty for s in self.arms.values()])),
+            "scheduler/questions_resting": float(
+                sum(v >= self.step for v in self._resting.values())
+            ),
+            "scheduler/questions_skipped": float(self._skipped),
         }
         for a, s in self.arms.items():
             out[f"scheduler/{a}/p_success"] = s.p_success
@@ -249,6 +364,8 @@ class TaskScheduler:
             "arms": {a: asdict(s) for a, s in self.arms.items()},
             "step": self.step,
             "probe_cursor": self._probe_cursor,
+            "resting": dict(self._resting),
+            "skipped": self._skipped,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -262,3 +379,5 @@ class TaskScheduler:
         self.arms = {a: ArmState(**s) for a, s in state["arms"].items()}
         self.step = int(state["step"])
         self._probe_cursor = int(state["probe_cursor"])
+        self._resting = {str(k): int(v) for k, v in state.get("resting", {}).items()}
+        self._skipped = int(state.get("skipped", 0))

@@ -14,10 +14,12 @@ from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
 # --- scheduler ---------------------------------------------------------------------------------------
 
 
-def test_learning_progress_prefers_arms_in_the_middle() -> None:
+def test_success_variance_prefers_arms_in_the_middle() -> None:
     s = TaskScheduler(
         ["solved", "learning", "hopeless"],
-        SchedulerConfig(curriculum=False, min_episodes=10_000, floor=0.0),
+        SchedulerConfig(
+            strategy="success_variance", curriculum=False, min_episodes=10_000, floor=0.0
+        ),
     )
     s.arms["solved"].p_success = 0.99
     s.arms["learning"].p_success = 0.5
@@ -30,7 +32,8 @@ def test_learning_progress_prefers_arms_in_the_middle() -> None:
 
 
 def test_floor_keeps_every_active_arm_alive() -> None:
-    s = TaskScheduler(["a", "b"], SchedulerConfig(floor=0.2, curriculum=False))
+    cfg = SchedulerConfig(strategy="success_variance", floor=0.2, curriculum=False)
+    s = TaskScheduler(["a", "b"], cfg)
     s.arms["a"].p_success, s.arms["b"].p_success = 1.0, 0.5
     assert s.weights()["a"] == pytest.approx(0.1)
     s.config = SchedulerConfig(strategy="uniform")

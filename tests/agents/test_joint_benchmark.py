@@ -15,6 +15,7 @@ import pytest
 import llmgym
 from llmgym import error
 from llmgym.agents import joint
+from llmgym.agents.scheduler import SchedulerConfig, TaskScheduler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +121,9 @@ def _asks(family: joint.Family, prompt: str) -> bool:
 
 
 def test_sequential_scheduler_plays_families_in_turn() -> None:
-    s = joint.SequentialScheduler(["a", "b", "c"], phase_steps=2)
+    cfg = joint.sequential_scheduler(steps=8)
+    assert cfg["order"] == list(joint.ARMS) and cfg["phase_steps"] == 2
+    s = TaskScheduler(["a", "b", "c"], SchedulerConfig.from_dict({**cfg, "order": ["a", "b", "c"]}))
     rng = np.random.default_rng(0)
     seen = [{arm for arm, _ in s.choose(4, rng)} for _ in range(8)]
     assert seen == [{"a"}, {"a"}, {"b"}, {"b"}, {"c"}, {"c"}, {"c"}, {"c"}]
