@@ -70,7 +70,7 @@ def grpo_loss(
 
     ``num_sequences`` / ``num_tokens`` override the normalisers (the trainer passes whole-batch
     and, for ``dapo``, all-process counts so micro-batches add up to the batch loss).
-    Returns ``(loss, stats)``; stats are detached sums for logging.
+    Returns ``(loss, stats)``; stats are detached sums for logging (``kl_rows``: per row).
     """
     import torch
 
@@ -106,8 +106,9 @@ def grpo_loss(
             "clip_low": low.sum(),
             "clip_high": high.sum(),
             "pg": (-torch.min(unclipped, clipped) * mask).sum(),
-            "kl": (kl * mask).sum() if kl is not None else torch.zeros(()),
+            "kl_rows": (kl * mask).sum(1) if kl is not None else mask.new_zeros(mask.shape[0]),
         }
+        stats["kl"] = stats["kl_rows"].sum()
     return loss, stats
 
 
@@ -269,7 +270,7 @@ class GRPOTrainer:
         timings: dict[str, float] = {}
         from accelerate.utils import gather_object
 
-        from llmgym.agents.monitoring import episodes_of
+        from llmgym.agents.monitoring import FamilyTally, episodes_of, family_key
         from llmgym.agents.rollout import collect, draw_tasks
         from llmgym.agents.sharding import full_parameters
 
@@ -279,6 +280,8 @@ class GRPOTrainer:
         kept_adv: list[float] = []
         all_summaries: list[Any] = []  # every episode of every round, all processes
         watched: list[Any] = []  # the same episodes, with their tasks' families (the monitor's)
+        drawn: list[Any] = []  # every round's tasks: the families every process names alike
+        kept_keys: list[tuple[str, str]] = []  # each kept trajectory's family
         kept_groups, zero_std_groups = 0, 0
         rounds = 1 + (cfg.dynamic_sampling_rounds if cfg.dynamic_sampling else 0)
         start = self.rank * self.local_n
@@ -287,8 +290,10 @@ class GRPOTrainer:
             tasks = draw_tasks(
                 self.probe_env, cfg.prompts_per_step, self.gens.tasks, self.scheduler
             )
+            drawn += tasks
             if cfg.tree_search is not None:
                 kept_trajs, kept_adv, local = self._tree_rollouts(tasks)
+                kept_keys = [family_key(t) for t in kept_trajs]
                 all_summaries += local
                 kept_groups = cfg.prompts_per_step if kept_trajs else 0
                 break
@@ -336,6 +341,7 @@ class GRPOTrainer:
                 for j in range(self.local_n):
                     if (start + j) // cfg.group_size == g:
                         kept_trajs.append(trajs[j])
+                        kept_keys.append(family_key(mine[j]))
                         kept_adv.append(float(advantages[start + j]))
             if kept_groups >= cfg.prompts_per_step:
                 break
@@ -344,7 +350,8 @@ class GRPOTrainer:
 
         # 3. Policy update on this process's kept episodes.
         t0 = time.perf_counter()
-        stats = self._update(kept_trajs, kept_adv, timings) if kept_groups else {}
+        tally = FamilyTally(kept_keys, [family_key(t) for t in drawn])
+        stats = self._update(kept_trajs, kept_adv, timings, tally) if kept_groups else {}
         timings["update_s"] = time.perf_counter() - t0
         if kept_groups:  # the next rollouts sample from the updated policy
             t0 = time.perf_counter()
@@ -382,7 +389,7 @@ class GRPOTrainer:
         )
         if self.scheduler is not None:
             metrics.update(self.scheduler.metrics())
-        metrics.update(self.monitor.observe(self.step, watched, metrics))
+        metrics.update(self.monitor.observe(self.step, watched, metrics, tally.sums))
         return metrics
 
     def _update_scheduler(
@@ -404,9 +411,15 @@ class GRPOTrainer:
             )
 
     def _update(
-        self, trajs: list[Any], advantages: list[float], timings: dict[str, float]
+        self,
+        trajs: list[Any],
+        advantages: list[float],
+        timings: dict[str, float],
+        tally: Any = None,
     ) -> dict[str, float]:
         """num_iterations x mini_batches optimizer steps on the kept episodes; returns loss stats.
+        ``tally`` (a :class:`~llmgym.agents.monitoring.FamilyTally` naming each trajectory's
+        family) receives the per-family KL and entropy.
 
         Adds to ``timings``: ``logprobs_s`` (no-grad passes: old and reference logprobs, the
         update KL), ``forward_s`` (forward and loss), ``backward_s``, ``optimizer_s`` (clip, step).
@@ -415,11 +428,14 @@ class GRPOTrainer:
         clock = PhaseClock(timings)
         F = torch.nn.functional
         from llmgym.agents.modeling import CompletionBatch, completion_logprobs
+        from llmgym.agents.monitoring import FamilyTally
         from llmgym.agents.sharding import collective_passes
 
+        tally = tally if tally is not None else FamilyTally([])
         if cfg.mask_truncated_completions:
             keep = [i for i, t in enumerate(trajs) if not t.completion_truncated]
             trajs, advantages = [trajs[i] for i in keep], [advantages[i] for i in keep]
+            tally.keep(keep)
         pad = self.tokenizer.pad_token_id or 0
         dev = acc.device
         # Each distinct prompt once, then every episode's tokens after it (see CompletionBatch);
@@ -433,6 +449,7 @@ class GRPOTrainer:
         loss_mask = batch.loss_mask
         adv = torch.tensor(advantages or [0.0], dtype=torch.float32, device=dev)
         n, width = batch.ids.shape
+        tally.begin(n, dev)
 
         def forward(model: Any, rows: Any, grad: bool, entropy: bool = False) -> tuple[Any, Any]:
             with torch.set_grad_enabled(grad):
@@ -532,6 +549,7 @@ class GRPOTrainer:
                         sums[key] += float(st[key])
                     if ent is not None:
                         entropy_sum += float((ent * mask.to(ent.dtype)).sum())
+                        tally.add(rows, mask, ent, st["kl_rows"])
                 with clock("optimizer_s"):
                     if cfg.max_grad_norm > 0:
                         grad_norms.append(
@@ -553,7 +571,9 @@ class GRPOTrainer:
             ],
             device=dev,
         )
+        vec = torch.cat([vec, tally.by_family()])  # per family: reduced with the totals
         vec = acc.reduce(vec, reduction="sum") if self.world > 1 else vec
+        tally.finish(vec[6:], cfg.num_iterations, kl=self.ref is not None)
         tok = max(float(vec[0]), 1.0)
         out = {
             "losses/policy": float(vec[3]) / tok,
@@ -573,11 +593,12 @@ class GRPOTrainer:
             new_lp = no_grad_logprobs(self.model)
             before = old_lp if old_lp is not None else pre_lp
             m = loss_mask.to(new_lp.dtype)
-            kl_sum = torch.tensor(
-                [float((k3(before, new_lp) * m).sum()), float(m.sum())], device=dev
-            )
+            kl_rows = (k3(before, new_lp) * m).sum(1)
+            kl_sum = torch.tensor([float(kl_rows.sum()), float(m.sum())], device=dev)
+            kl_sum = torch.cat([kl_sum, tally.by_family(kl_rows)])
             kl_sum = acc.reduce(kl_sum, reduction="sum") if self.world > 1 else kl_sum
             out["kl"] = float(kl_sum[0]) / max(float(kl_sum[1]), 1.0)
+            tally.finish(vec[6:], cfg.num_iterations, kl=True, update_kl=kl_sum[2:])
         return out
 
     def _max_over_processes(self, value: int) -> int:

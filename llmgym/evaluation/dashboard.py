@@ -5,8 +5,10 @@ ends; the page reloads itself (``<meta http-equiv="refresh">``, no script, nothi
 so opening it once in a browser follows the run. It shows the run-wide curves (reward,
 success, KL, entropy, response length, sandbox anomaly rate) and per-domain curves as inline
 SVG, a table of every family (last and best success, the drop from the best, reward, length,
-anomalies), and every alert: in a banner, as a red line at its step on the curves, and on its
-family's row.
+anomalies, and in training its KL and entropy per trained token), and every alert: in a banner,
+as a red line at its step on the curves, and on its family's row. KL is a training metric (an
+evaluation has no reference model) and so is entropy here (an evaluation keeps no log-probs):
+an evaluation's page shows neither, and says so.
 
 Where the numbers come from: a training run's ``metrics.jsonl`` (the trainer's live monitor,
 :mod:`llmgym.agents.monitoring`, writes the scoped keys); an evaluation folder's
@@ -50,6 +52,14 @@ _RUN_WIDE = (
     ("overall/length", "response length (tokens)"),
     ("overall/anomaly", "sandbox anomaly rate"),
 )
+
+
+_KL_NOTE = {
+    "train": "KL and entropy are per trained token of the family's last update (KL against "
+    "the reference model, or the update's own KL with measure_update_kl).",
+    "eval": "KL and entropy are training metrics: an evaluation has no reference model and "
+    "keeps no log-probs, so none is shown.",
+}
 
 
 # --- reading a run -----------------------------------------------------------------------------
@@ -205,7 +215,7 @@ def _family_rows(
     rows: Sequence[Mapping[str, Any]], alerts: Sequence[Mapping[str, Any]], window: int = 3
 ) -> list[list[Any]]:
     """One table row per family: episodes, last and best windowed success, drop, reward,
-    length, anomaly rate; families with an alert first, then by drop."""
+    length, anomaly rate, KL and entropy (last); families with an alert first, then by drop."""
     alerted = {str(a.get("key", "")).split("@")[0] for a in alerts}
     out = []
     for name in _names(rows, "family/", 2):
@@ -222,6 +232,8 @@ def _family_rows(
         _, reward = _series(rows, f"{key}/reward")
         _, length = _series(rows, f"{key}/length")
         _, anomaly = _series(rows, f"{key}/anomaly")
+        _, kl = _series(rows, f"{key}/kl")
+        _, entropy = _series(rows, f"{key}/entropy")
         flag = key in alerted
         out.append(
             [
@@ -233,6 +245,8 @@ def _family_rows(
                 fmt(reward[-1] if reward else None),
                 fmt(length[-1] if length else None, 1),
                 fmt(anomaly[-1] if anomaly else None),
+                fmt(kl[-1] if kl else None, 5),
+                fmt(entropy[-1] if entropy else None),
                 flag,
             ]
         )
@@ -240,7 +254,7 @@ def _family_rows(
     return out
 
 
-def _family_table(rows: list[list[Any]]) -> str:
+def _family_table(rows: list[list[Any]], *, training: bool) -> str:
     headers = [
         "family",
         "episodes",
@@ -250,8 +264,11 @@ def _family_table(rows: list[list[Any]]) -> str:
         "reward",
         "length",
         "anomaly",
+        "KL",
+        "entropy",
     ]
-    body = table(headers, [r[:-1] for r in rows])
+    width = len(headers) if training else len(headers) - 2  # no KL or entropy in evaluation
+    body = table(headers[:width], [r[:width] for r in rows])
     # Mark the rows of alerted families (the table helper has no row classes).
     for r in rows:
         if r[-1]:
@@ -295,15 +312,18 @@ def dashboard_html(run_dir: str | Path, *, refresh_s: float | None = 5.0) -> str
         sections.append(f"<h2>Per domain ({len(domains)})</h2>")
         charts = [
             svg_chart(metric, [(d, *_series(rows, f"domain/{d}/{metric}")) for d in domains], marks)
-            for metric in ("reward", "success", "length", "anomaly")
+            for metric in ("reward", "success", "length", "anomaly", "kl", "entropy")
+            if kind == "train" or metric not in ("kl", "entropy")
         ]
         sections.append('<div class="charts">' + "".join(charts) + "</div>")
     families = _family_rows(rows, alerts)
     sections.append(f"<h2>Per family ({len(families)})</h2>")
     sections.append(
         '<p class="sub">Success is the mean of the last 3 observations of each family; drop is '
-        "best minus last, in points. Rows marked &#9888; had an alert.</p>"
-        + _family_table(families)
+        "best minus last, in points. Rows marked &#9888; had an alert. "
+        + _KL_NOTE[kind]
+        + "</p>"
+        + _family_table(families, training=kind == "train")
     )
     when = time.strftime("%H:%M:%S", time.localtime())
     every = f", reloads every {refresh_s:g} s" if refresh_s and state == "running" else ""

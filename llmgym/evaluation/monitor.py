@@ -1,14 +1,19 @@
 """Live monitoring of a training or evaluation run: per-domain and per-family metrics, and alerts.
 
 A :class:`Monitor` is handed each step's finished episodes (a training step's rollouts, or a
-window of an evaluation's results) and the run-wide scalars (``kl``, ``entropy``). It returns
-the step's metrics under three scopes, and the alerts that fired:
+window of an evaluation's results), the run-wide scalars (``kl``, ``entropy``) and, from a
+trainer, each family's :class:`TokenSums` (its trained tokens and their summed KL and entropy).
+It returns the step's metrics under three scopes, and the alerts that fired:
 
 - ``overall/<metric>``, ``domain/<domain>/<metric>``, ``family/<domain>/<family>/<metric>``
   with ``<metric>`` one of ``reward``, ``success``, ``length`` (completion tokens),
   ``episodes`` and ``anomaly`` (the share of code-running episodes with a sandbox anomaly:
   a timeout, a memory kill, a crash or a sandbox error, counted by
-  :func:`llmgym.evaluation.metrics.exec_stats`, as the evaluation report counts them);
+  :func:`llmgym.evaluation.metrics.exec_stats`, as the evaluation report counts them); and
+  from token sums ``kl``, ``entropy`` (per trained token: token-weighted, so ``overall/kl`` is
+  the trainer's run-wide ``kl``) and ``trained_tokens``. KL is a training metric (against the
+  reference model, or the update's own KL): an evaluation has none, nor entropy (it keeps no
+  log-probs);
 - alerts from the rules of a run's config (:class:`AlertRule`): ``reward_collapse``,
   ``kl_above``, ``anomaly_above`` and ``forgetting`` (a family's success at one difficulty
   dropping more than ``points`` below its best). A rule fires once when its condition starts
@@ -114,13 +119,54 @@ class Episode:
         )
 
 
+@dataclass(frozen=True)
+class TokenSums:
+    """One family's trained completion tokens in one update, and the sums over those tokens of
+    the per-token KL (None: the run measures none) and entropy. Scopes add sums, then divide:
+    the token-weighted means that reproduce the trainer's run-wide figures."""
+
+    tokens: float
+    kl: float | None = None
+    entropy: float | None = None
+
+    def __add__(self, other: TokenSums) -> TokenSums:
+        def both(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else a + b
+
+        return TokenSums(
+            self.tokens + other.tokens, both(self.kl, other.kl), both(self.entropy, other.entropy)
+        )
+
+
+FamilyTokens = Mapping[tuple[str, str], TokenSums]
+"""Token sums by ``(domain, family)``."""
+
+
 def _scopes(episode: Episode) -> tuple[str, str, str]:
-    d, f = clean_name(episode.domain), clean_name(episode.family)
+    return _key_scopes(episode.domain, episode.family)
+
+
+def _key_scopes(domain: str, family: str) -> tuple[str, str, str]:
+    d, f = clean_name(domain), clean_name(family)
     return "overall", f"domain/{d}", f"family/{d}/{f}"
 
 
-def scope_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
-    """``<scope>/{reward,success,length,episodes,anomaly}`` of a batch of episodes."""
+def _scope_tokens(tokens: FamilyTokens) -> dict[str, TokenSums]:
+    """Every scope's summed :class:`TokenSums` (families with no trained token are left out)."""
+    out: dict[str, TokenSums] = {}
+    for (domain, family), sums in tokens.items():
+        if not (_number(sums.tokens) > 0):
+            continue
+        for scope in _key_scopes(domain, family):
+            out[scope] = out[scope] + sums if scope in out else sums
+    return out
+
+
+def scope_metrics(
+    episodes: Sequence[Episode], tokens: FamilyTokens | None = None
+) -> dict[str, float]:
+    """``<scope>/{reward,success,length,episodes,anomaly}`` of a batch of episodes, and
+    ``<scope>/{kl,entropy,trained_tokens}`` of its families' token sums."""
     groups: dict[str, list[Episode]] = {}
     for e in episodes:
         for scope in _scopes(e):
@@ -135,6 +181,12 @@ def scope_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
         coded = [e for e in group if e.ran_code]
         if coded:
             out[f"{scope}/anomaly"] = sum(e.anomalous for e in coded) / len(coded)
+    for scope, sums in _scope_tokens(tokens or {}).items():
+        out[f"{scope}/trained_tokens"] = sums.tokens
+        for name in ("kl", "entropy"):
+            value = getattr(sums, name)
+            if value is not None:
+                out[f"{scope}/{name}"] = value / sums.tokens
     return out
 
 
@@ -155,7 +207,7 @@ class AlertRule:
     """reward_collapse: fire when the windowed mean reward falls more than this (in reward
     units) below its best window."""
     bound: float | None = None
-    """kl_above: fire when the windowed KL exceeds it; anomaly_above: when the windowed share
+    """kl_above: fire when the windowed KL (per token) exceeds it; anomaly_above: when the windowed share
     of code-running episodes with a sandbox anomaly exceeds it (a fraction in [0, 1])."""
     points: float | None = None
     """forgetting: fire when a family's windowed success at one difficulty falls more than
@@ -167,14 +219,16 @@ class AlertRule:
     a checkpoint) or ``stop`` (also end the run: a trainer saves and returns; ``llmgym eval``
     stops and can be resumed)."""
     window: int = 3
-    """kl_above: steps whose KL is averaged."""
+    """kl_above: steps whose KL is averaged (a family's: the steps that trained it)."""
     episodes: int = 200
     """The other rules: each scope's latest steps holding at least this many episodes are
     averaged, and nothing is judged before it has them (200 episodes: a success rate within
     about 3 points; with 50, noise alone moves it 6)."""
     scope: str = ""
     """Where the rule looks: ``all``, ``domain`` or ``family`` (default: ``all``, and
-    ``family`` for forgetting; kl_above is run-wide)."""
+    ``family`` for forgetting). kl_above at ``all`` judges the run-wide ``kl``; at ``domain``
+    or ``family`` each one's token-weighted KL, so one family drifting away from the
+    reference fires for that family alone."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, message: str) -> None:
@@ -208,7 +262,7 @@ class AlertRule:
         )
         default = "family" if self.rule == "forgetting" else "all"
         self.scope = self.scope or default
-        allowed = {"kl_above": ("all",), "forgetting": ("domain", "family")}.get(self.rule, SCOPES)
+        allowed = {"forgetting": ("domain", "family")}.get(self.rule, SCOPES)
         need(self.scope in allowed, f"scope must be one of {allowed}, got {self.scope!r}")
 
     @property
@@ -289,27 +343,44 @@ class Monitor:
         self._states = [_RuleState() for _ in self.rules]
         self._families: set[str] = set()
 
+    def _family(self, domain: str, family: str) -> str:
+        """The family's name, or ``_other`` once :data:`MAX_FAMILIES` others are tracked."""
+        key = f"{clean_name(domain)}/{clean_name(family)}"
+        if key not in self._families and len(self._families) >= MAX_FAMILIES:
+            return "_other"
+        self._families.add(key)
+        return family
+
     def _fold(self, episodes: Iterable[Episode]) -> list[Episode]:
-        """Families beyond :data:`MAX_FAMILIES` are counted as ``_other``."""
         out = []
         for e in episodes:
-            key = f"{clean_name(e.domain)}/{clean_name(e.family)}"
-            if key not in self._families and len(self._families) >= MAX_FAMILIES:
-                e = Episode(**{**asdict(e), "family": "_other"})
-            else:
-                self._families.add(key)
-            out.append(e)
+            family = self._family(e.domain, e.family)
+            out.append(e if family == e.family else Episode(**{**asdict(e), "family": family}))
+        return out
+
+    def _fold_tokens(self, tokens: FamilyTokens) -> dict[tuple[str, str], TokenSums]:
+        out: dict[tuple[str, str], TokenSums] = {}
+        for (domain, family), sums in tokens.items():
+            key = (clean_name(domain), clean_name(self._family(domain, family)))
+            out[key] = out[key] + sums if key in out else sums
         return out
 
     def observe(
-        self, step: int, episodes: Sequence[Episode], scalars: Mapping[str, Any] | None = None
+        self,
+        step: int,
+        episodes: Sequence[Episode],
+        scalars: Mapping[str, Any] | None = None,
+        tokens: FamilyTokens | None = None,
     ) -> tuple[dict[str, float], list[Alert]]:
-        """This step's metrics (``<scope>/<metric>``, plus ``alerts/fired``) and new alerts."""
+        """This step's metrics (``<scope>/<metric>``, plus ``alerts/fired``) and new alerts;
+        ``tokens``: each family's :class:`TokenSums` of the step's update (a trainer's)."""
         episodes = self._fold(episodes)
-        metrics = scope_metrics(episodes)
+        folded = self._fold_tokens(tokens or {})
+        metrics = scope_metrics(episodes, folded)
         alerts: list[Alert] = []
         for rule, state in zip(self.rules, self._states, strict=True):
-            for key, (total, count) in _observations(rule, episodes, scalars or {}).items():
+            seen = _observations(rule, episodes, scalars or {}, folded)
+            for key, (total, count) in seen.items():
                 alert = _judge(rule, state, step, key, total, count)
                 if alert is not None:
                     alerts.append(alert)
@@ -352,13 +423,12 @@ class Monitor:
 
 
 def _observations(
-    rule: AlertRule, episodes: Sequence[Episode], scalars: Mapping[str, Any]
+    rule: AlertRule, episodes: Sequence[Episode], scalars: Mapping[str, Any], tokens: FamilyTokens
 ) -> dict[str, tuple[float, float]]:
     """``{key: (sum, count)}`` the rule looks at this step."""
-    if rule.rule == "kl_above":
-        kl = _number(scalars.get("kl"), math.nan)
-        return {} if math.isnan(kl) else {"kl": (kl, 1.0)}
     level = {"all": 0, "domain": 1, "family": 2}[rule.scope]
+    if rule.rule == "kl_above":
+        return _kl_observations(level, scalars, tokens)
     out: dict[str, tuple[float, float]] = {}
     for e in episodes:
         key = _scopes(e)[level]
@@ -372,6 +442,22 @@ def _observations(
             key, value = f"{key}@{e.difficulty:.2f}", float(e.success)
         total, count = out.get(key, (0.0, 0.0))
         out[key] = (total + value, count + 1)
+    return out
+
+
+def _kl_observations(
+    level: int, scalars: Mapping[str, Any], tokens: FamilyTokens
+) -> dict[str, tuple[float, float]]:
+    """The run-wide ``kl`` (level 0), or each domain's or family's KL per trained token. An
+    infinite KL is judged (it is above any bound); a missing or NaN one is not."""
+    if level == 0:
+        value = scalars.get("kl")
+        kl = math.inf if value == math.inf else _number(value, math.nan)
+        return {} if math.isnan(kl) else {"kl": (kl, 1.0)}
+    out = {}
+    for scope, sums in _scope_tokens(tokens).items():
+        if scope.count("/") == level and sums.kl is not None and not math.isnan(sums.kl):
+            out[scope] = (sums.kl / sums.tokens, 1.0)
     return out
 
 
@@ -412,7 +498,8 @@ def _judge(
 
 def _message(rule: AlertRule, key: str, value: float, ref: float) -> str:
     if rule.rule == "kl_above":
-        return f"KL {value:.4g} is above {ref:.4g}"
+        where = "" if key == "kl" else f"{key}: "
+        return f"{where}KL {value:.4g} per token is above {ref:.4g}"
     if rule.rule == "anomaly_above":
         return f"{key}: sandbox anomalies in {value:.0%} of code-running episodes (bound {ref:.0%})"
     if rule.rule == "reward_collapse":

@@ -67,6 +67,8 @@ def test_an_evaluation_is_followed_as_its_results_arrive(eval_run: Path, tmp_pat
     assert any((live / "tb").glob("events.out.tfevents.*"))
     html = dashboard_html(live)
     assert 'id="alerts"' in html and "anomaly_above" in html
+    # KL is a training metric, and an evaluation keeps no log-probs: no column, and a note.
+    assert "<th>KL</th>" not in html and "no reference model" in html
 
 
 @pytest.mark.timeout(60)
@@ -106,6 +108,9 @@ def _training_run(root: Path) -> Path:
                 "family/code/<i>x/episodes": 16.0,
                 "family/math/add/success": 0.8,
                 "family/math/add/episodes": 16.0,
+                "family/math/add/kl": 0.012345678,
+                "family/math/add/entropy": 1.5,
+                "domain/math/kl": 0.012345678,
             }
         )
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 3')
@@ -134,6 +139,7 @@ def test_the_dashboard_renders_in_a_browser_with_the_alert_marked(
     assert seen["alerts"] == 1 and seen["scripts"] == 0 and seen["refresh"] == "3600"
     assert seen["charts"] >= 10 and seen["marks"] >= 6  # the alert's line on each curve
     assert seen["alerted"] == ["\u26a0 code/<i>x"]  # the family's row, its name as text
+    assert '<td class="n">0.01235</td><td class="n">1.500</td>' in text  # its KL, entropy
 
 
 @pytest.mark.filterwarnings("ignore:.*not a JSON object")

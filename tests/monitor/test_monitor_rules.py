@@ -69,7 +69,7 @@ def test_a_family_per_episode_cannot_grow_the_keys_without_bound() -> None:
         ({"rule": "kl_above", "bound": 0.1, "action": "reboot"}, "action must be"),
         ({"rule": "kl_above", "bound": 0.1, "window": True}, "window must be"),
         ({"rule": "forgetting", "points": 5, "episodes": 0}, "episodes must be"),
-        ({"rule": "kl_above", "bound": 0.1, "scope": "family"}, "scope must be"),
+        ({"rule": "kl_above", "bound": 0.1, "scope": "galaxy"}, "scope must be"),
         ({"rule": "kl_above", "bound": 0.1, "colour": "red"}, "no field"),
         ({"bound": 0.1}, "needs 'rule'"),
         ("kl_above", "is a mapping"),
