@@ -9,22 +9,25 @@ Each search starts from the env's current state (reset it first), spends at most
   highest value (discounted return so far, plus an estimate of what is still to come when a reward
   model or rollouts give one); finished episodes leave the beam.
 - :func:`mcts`: PUCT selection (priors from the policy's sequence log-probabilities, uniform
-  without them), progressive widening (a node gets more children as it is visited more), K
-  samples per expansion in one call, leaves valued by a rollout to the end (or a reward model),
-  discounted backup. Deterministic: no randomness of its own (ties go to the older node), so a
-  seeded policy gives the same tree.
+  without them), progressive widening (a node gets more children as it is visited more), leaves
+  valued by a rollout to the end (or a reward model), discounted backup. ``batch`` selections
+  are made together (virtual loss) and their expansions sampled in one policy call.
+  Deterministic: no randomness of its own (ties go to the older node), so a seeded policy gives
+  the same tree.
 
 Values come from the env's rewards: process rewards for intermediate steps, the outcome at the
 end. With a verifier's reward this is search against the verifier (as pass@k is); a reward model
-(``reward_model=``) only estimates unfinished nodes. What this is not: a batched env stepper (env
-steps run one at a time in one env) nor a distributed search.
+(``reward_model=``) only estimates unfinished nodes. The env steps of one policy call's new
+children run together on clones of the env (``env_workers``, :mod:`llmgym.search.stepper`).
+What this is not: a distributed search (one process; the policy and the env are where they are).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llmgym import error
@@ -39,6 +42,9 @@ from llmgym.search.tree import (
     run_guarded,
 )
 from llmgym.search.values import value_function
+
+MCTS_BATCH = 8
+"""MCTS simulations selected together, their expansions sampled in one policy call."""
 
 IDLE_SIMULATIONS = 64
 """MCTS stops after this many simulations in a row (plus one per node) that sampled nothing:
@@ -79,6 +85,22 @@ def _reseed(policy: Policy, seed: int | None) -> None:
         policy.reseed(seed)  # type: ignore[attr-defined]
     elif callable(getattr(getattr(policy, "generator", None), "manual_seed", None)):
         policy.generator.manual_seed(seed)  # type: ignore[attr-defined]
+
+
+def _options(
+    gamma: float,
+    seed: int | None,
+    policy_timeout_s: float | None,
+    tools: Sequence[dict[str, Any]] | None,
+    env_workers: int | None,
+) -> dict[str, Any]:
+    return {
+        "gamma": gamma,
+        "seed": seed,
+        "policy_timeout_s": policy_timeout_s,
+        "tools": tools,
+        "env_workers": env_workers,
+    }
 
 
 def _setup(env: Any, policy: Any, budget: Budget, options: dict[str, Any]) -> Tree:
@@ -135,6 +157,7 @@ def best_of_n(
     seed: int | None = None,
     policy_timeout_s: float | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    env_workers: int | None = None,
 ) -> SearchResult:
     """N independent episodes from the current state (their first turns sampled in one call);
     the best by return. Default budget: N times the turns left."""
@@ -143,7 +166,7 @@ def best_of_n(
         env,
         policy,
         _budget(budget, n * _remaining_turns(env)),
-        {"gamma": gamma, "seed": seed, "policy_timeout_s": policy_timeout_s, "tools": tools},
+        _options(gamma, seed, policy_timeout_s, tools, env_workers),
     )
 
     def body() -> dict[str, Any]:
@@ -171,6 +194,7 @@ def beam_search(
     seed: int | None = None,
     policy_timeout_s: float | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    env_workers: int | None = None,
 ) -> SearchResult:
     """Keep the ``width`` best unfinished nodes, expanding each ``expand`` ways per round.
 
@@ -184,7 +208,7 @@ def beam_search(
         env,
         policy,
         _budget(budget, width * expand * _remaining_turns(env)),
-        {"gamma": gamma, "seed": seed, "policy_timeout_s": policy_timeout_s, "tools": tools},
+        _options(gamma, seed, policy_timeout_s, tools, env_workers),
     )
     estimate = _estimator(tree, rollouts, reward_model)
     rounds: list[dict[str, Any]] = []
@@ -244,17 +268,53 @@ def unseen_mass(tree: Tree, node: Node) -> float:
     return sum(1 for c in children if c.samples == 1) / drawn
 
 
-def puct_child(tree: Tree, node: Node, c_puct: float, value: str = "mean") -> Node:
+def puct_child(
+    tree: Tree,
+    node: Node,
+    c_puct: float,
+    value: str = "mean",
+    virtual: Mapping[int, int] | None = None,
+) -> Node:
     """The child maximising Q + c_puct * P * sqrt(N) / (1 + n); the oldest on ties. Q is the
-    mean backed-up value, or with ``value="max"`` the best one."""
+    mean backed-up value, or with ``value="max"`` the best one. ``virtual`` holds visits of
+    selections not backed up yet (a virtual loss: each counts in N and n, with value 0 in the
+    mean), so that selections made together spread over the tree."""
+    extra = virtual or {}
     children = [tree.nodes[i] for i in node.children]
-    root_n = math.sqrt(max(1, node.visits))
+    root_n = math.sqrt(max(1, node.visits + extra.get(node.id, 0)))
+
+    def q(c: Node) -> float:
+        if value != "mean":
+            return c.best_value
+        n = c.visits + extra.get(c.id, 0)
+        return c.value_sum / n if n else 0.0
+
     scores = [
-        (c.q if value == "mean" else c.best_value) + c_puct * p * root_n / (1 + c.visits)
+        q(c) + c_puct * p * root_n / (1 + c.visits + extra.get(c.id, 0))
         for c, p in zip(children, _priors(children), strict=True)
     ]
     best = max(range(len(children)), key=lambda i: (scores[i], -children[i].id))
     return children[best]
+
+
+class _Round:
+    """The selections of one MCTS round, made before any is expanded: the virtual visits of
+    their paths and the samples planned per node."""
+
+    def __init__(self) -> None:
+        self.virtual: Counter[int] = Counter()
+        self.pending: Counter[int] = Counter()
+
+    def take(self, path: Sequence[Node], samples: int) -> None:
+        self.virtual.update(n.id for n in path)
+        if samples:
+            self.pending[path[-1].id] += samples
+
+    def release(self, path: Sequence[Node]) -> None:
+        self.virtual.subtract(n.id for n in path)
+
+    def planned(self) -> int:
+        return sum(self.pending.values())
 
 
 def mcts(
@@ -264,6 +324,7 @@ def mcts(
     *,
     budget: BudgetLike = None,
     expand: int = 1,
+    batch: int = MCTS_BATCH,
     c_puct: float = 1.0,
     widen_c: float = 1.0,
     widen_alpha: float = 0.5,
@@ -276,21 +337,29 @@ def mcts(
     seed: int | None = None,
     policy_timeout_s: float | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    env_workers: int | None = None,
 ) -> SearchResult:
     """Monte Carlo tree search spending ``calls`` policy calls (or ``budget``).
 
     A simulation descends by PUCT while the node has as many children as progressive widening
     allows (``widen_c * visits ** widen_alpha``); otherwise it samples ``expand`` new
-    continuations of the node in one call, values each new child (a rollout to the end by
-    default; ``reward_model`` scores it instead) and backs the values up with discount
-    ``gamma``. ``simulations`` caps the simulations (default: until the budget is spent).
+    continuations of the node, values each new child (a rollout to the end by default;
+    ``reward_model`` scores it instead) and backs the values up with discount ``gamma``.
+    ``batch`` simulations are selected together (each counting the others' paths as visits of
+    value 0, a virtual loss) and their expansions sampled in one policy call, their rollouts one
+    call per turn; ``batch=1`` is the one-at-a-time search. ``simulations`` caps the simulations
+    (default: until the budget is spent).
     A node stops widening once its children cover all but ``min_unseen`` of the policy's
     probability (:func:`unseen_mass`): sampling it again would only repeat known messages.
     Q is ``value="max"``: the best value backed up through a child (the env is deterministic
     from a snapshot, so a path found can be replayed; this departs from AlphaZero's mean,
     ``value="mean"``, which a policy that favours a decoy drags down).
     """
-    calls, expand = _positive("calls", calls), _positive("expand", expand)
+    calls, expand, batch = (
+        _positive("calls", calls),
+        _positive("expand", expand),
+        _positive("batch", batch),
+    )
     if simulations is not None:
         _positive("simulations", simulations)
     if c_puct < 0 or widen_c <= 0 or not 0 <= widen_alpha <= 1 or not 0 <= min_unseen < 1:
@@ -303,47 +372,80 @@ def mcts(
         env,
         policy,
         _budget(budget, calls),
-        {"gamma": gamma, "seed": seed, "policy_timeout_s": policy_timeout_s, "tools": tools},
+        _options(gamma, seed, policy_timeout_s, tools, env_workers),
     )
     estimate = _estimator(tree, rollouts and reward_model is None, reward_model)
 
-    def widen(node: Node) -> bool:
-        if not node.children:
+    def widen(node: Node, rnd: _Round) -> bool:
+        planned = rnd.pending[node.id]
+        if not node.children and not planned:
             return True
-        if unseen_mass(tree, node) < min_unseen:  # sampling again would repeat what is known
-            return False
-        return len(node.children) < widen_c * node.visits**widen_alpha
+        if node.children and unseen_mass(tree, node) < min_unseen:
+            return False  # sampling again would repeat what is known
+        visits = node.visits + rnd.virtual[node.id]  # the round's other selections count
+        return len(node.children) + planned < widen_c * visits**widen_alpha
 
-    def simulate() -> None:
-        path = [tree.root]
-        node = tree.root
+    def descend(path: list[Node], rnd: _Round, skip_first: bool) -> list[Node]:
+        """From the end of ``path`` down to a node to expand (added to the round's plan), to a
+        node that cannot grow, or to a finished episode (backed up at once)."""
+        node, skip = path[-1], skip_first
         while not node.terminal:
-            if widen(node) and tree.room(1):
-                before = set(node.children)
-                kids = tree.expand(node, expand)
-                fresh = list({k.id: k for k in kids if k.id not in before}.values())
-                for kid, chain in zip(fresh, estimate(fresh), strict=True):
-                    backup(tree, path + [kid] + chain, 0.0 if chain else kid.estimate or 0.0)
-                if fresh:
-                    return
+            planned = rnd.planned()
+            if not skip and widen(node, rnd) and tree.room(planned + 1) > planned:
+                rnd.take(path, expand)
+                return path
+            skip = False
             if not node.children:
-                return
-            node = puct_child(tree, node, c_puct, value)
-            path.append(node)
-        backup(tree, path)  # a finished episode reached again: its value, one visit more
+                break
+            node = puct_child(tree, node, c_puct, value, rnd.virtual)
+            path = [*path, node]
+        else:
+            backup(tree, path)  # a finished episode reached again: its value, one visit more
+        rnd.take(path, 0)
+        return []
+
+    def expand_planned(selected: list[list[Node]], rnd: _Round) -> list[list[Node]]:
+        """Sample the round's planned expansions in one call, value and back up the new
+        children; the selections whose node gave nothing new descend on (selected again)."""
+        leaves = list({path[-1].id: path[-1] for path in selected}.values())
+        before = {leaf.id: set(leaf.children) for leaf in leaves}
+        wanted = [(leaf, rnd.pending[leaf.id]) for leaf in leaves]
+        rnd.pending.clear()
+        grown: dict[int, list[Node]] = {}
+        for leaf, kids in zip(leaves, tree.expand_many(wanted), strict=True):
+            grown[leaf.id] = list({k.id: k for k in kids if k.id not in before[leaf.id]}.values())
+        fresh = [kid for leaf in leaves for kid in grown[leaf.id]]
+        for kid, chain in zip(fresh, estimate(fresh), strict=True):
+            backup(tree, tree.path(kid) + chain, 0.0 if chain else kid.estimate or 0.0)
+        again = []
+        for path in selected:
+            if not grown[path[-1].id]:
+                rnd.release(path)
+                again.append(descend(path, rnd, skip_first=True))
+        return [path for path in again if path]
+
+    def play_round(width: int) -> None:
+        """``width`` selections, then their expansions together."""
+        rnd = _Round()
+        selected = [descend([tree.root], rnd, skip_first=False) for _ in range(width)]
+        selected = [path for path in selected if path]
+        while selected:
+            selected = expand_planned(selected, rnd)
 
     def body() -> dict[str, Any]:
         done = idle = 0
         while tree.room(1) and (simulations is None or done < simulations):
+            width = batch if simulations is None else min(batch, simulations - done)
             spent = tree.calls
-            simulate()
-            done += 1
-            idle = idle + 1 if tree.calls == spent else 0
+            play_round(width)
+            done += width
+            idle = idle + width if tree.calls == spent else 0
             if idle > IDLE_SIMULATIONS + len(tree.nodes):
                 break  # every node is finished or covered: more calls would only repeat
         return {
             "simulations": done,
             "expand": expand,
+            "batch": batch,
             "c_puct": c_puct,
             "widen": [widen_c, widen_alpha],
             "stopped_early": bool(tree.room(1)) and (simulations is None or done < simulations),

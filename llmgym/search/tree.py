@@ -2,9 +2,11 @@
 
 A node is an env snapshot (``get_state()``) plus the conversation that led to it. Expanding a node
 asks the policy for K continuations in one ``generate`` call (one request per sample, so a policy
-that batches samples them together), steps a copy of the node's state with each, and adds one child
-per distinct continuation: two samples whose conversations are identical (the same text after the
-same history) are one node (a transposition), since the env is deterministic from a snapshot.
+that batches samples them together), steps the node's state with each, and adds one child per
+distinct continuation: two samples whose conversations are identical (the same text after the same
+history) are one node (a transposition), since the env is deterministic from a snapshot. The steps
+of one call's new children run together on clones of the env (``stepper.py``, ``env_workers``);
+the tree is the same as when they run one by one.
 
 What it is not: a strategy (``methods.py`` decides which node to expand), nor a value model
 (``values.py``). The env is stepped through ``env.unwrapped`` (wrappers are bypassed: their own
@@ -34,6 +36,7 @@ from typing import Any
 from llmgym import error
 from llmgym.core import to_assistant_message
 from llmgym.policies import Policy, Request, Response
+from llmgym.search.stepper import ENV_WORKERS, Stepped, Stepper
 
 MAX_JSON_TEXT = 2000
 """Characters of an action or feedback kept per node in the tree's JSON (the rest is counted)."""
@@ -242,6 +245,21 @@ def root_state(env: Any) -> dict[str, Any]:
     return state
 
 
+@dataclass
+class _Op:
+    """What one sampled response does to the tree (see :meth:`Tree._plan`)."""
+
+    kind: str
+    """"new" child, "seen" (a child that exists), "pending" (a new child earlier in the batch),
+    "discard" (past the token budget) or "invalid" (not a message: the batch fails)."""
+    parent: Node
+    response: Response
+    cost: int
+    job: int = -1
+    seen: int = -1
+    key: str = ""
+
+
 class EnvAt:
     """The env as one node sees it, handed to the policy in a request batched with other
     nodes' requests: reading any attribute first restores the node's state (the oracle policy
@@ -272,13 +290,18 @@ class Tree:
         gamma: float = 1.0,
         policy_timeout_s: float | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
+        env_workers: int | None = None,
     ):
         if not 0.0 < gamma <= 1.0:
             raise error.Error(f"Expects 0 < gamma <= 1, actual: {gamma!r}")
         if policy_timeout_s is not None and not policy_timeout_s > 0:
             raise error.Error(f"Expects policy_timeout_s > 0, actual: {policy_timeout_s!r}")
+        workers = ENV_WORKERS if env_workers is None else env_workers
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise error.Error(f"Expects env_workers to be an int >= 1, actual: {env_workers!r}")
         start = root_state(env)
         self.env = snapshot_env(env)
+        self.stepper = Stepper(self.env, workers)
         self.policy = policy
         self.budget = budget
         self.gamma = gamma
@@ -296,6 +319,7 @@ class Tree:
         self.nodes: list[Node] = [root]
         self.keys: dict[tuple[int, str], int] = {}
         self.calls = 0
+        self.generate_calls = 0
         self.tokens = 0
         self.env_steps = 0
         self.duplicates = 0
@@ -359,32 +383,99 @@ class Tree:
             requests += [Request(messages=node.messages, tools=self.tools, env=env)] * n
         responses = iter(self._generate(requests))
         self.calls += len(requests)
-        out: list[list[Node]] = []
-        for (node, _), n in zip(wanted, counts, strict=True):
-            out.append(
-                [
-                    kid
-                    for r in (next(responses) for _ in range(n))
-                    if (kid := self._kept(node, r)) is not None
-                ]
-            )
+        self.generate_calls += 1
+        pairs = [
+            (node, next(responses))
+            for (node, _), n in zip(wanted, counts, strict=True)
+            for _ in range(n)
+        ]
+        made = self._add_children(pairs)
+        out, start = [], 0
+        for n in counts:
+            out.append([kid for kid in made[start : start + n] if kid is not None])
+            start += n
         return out
 
     def _at(self, node: Node) -> Any:
         self.env.set_state(node.state)
         return self.env
 
-    def _kept(self, node: Node, response: Response) -> Node | None:
-        """The child a response makes, or None when the token budget cannot hold it."""
-        if response.error is not None:
-            raise SearchError(f"The policy failed on node {node.id}: {response.error}")
-        cost = _tokens_of(response)
-        if self.budget.tokens is not None and self.tokens + cost > self.budget.tokens:
-            self.discarded_tokens += cost
-            self.exhausted = True
-            return None
-        self.tokens += cost
-        return self._child(node, response, cost)
+    def _add_children(self, pairs: Sequence[tuple[Node, Response]]) -> list[Node | None]:
+        """The child each (parent, response) makes, in order (None when the token budget cannot
+        hold it). New children's env steps run together (:class:`Stepper`); the tree, budgets and
+        errors come out as if each response were taken in turn: the nodes before a failure are
+        kept, and the failure raised."""
+        plan, jobs, failure = self._plan(pairs)
+        outcomes = self.stepper.step_all(jobs)
+        made: list[Node | None] = []
+        by_job: dict[int, Node] = {}
+        for op in plan:
+            if op.kind == "discard":
+                self.discarded_tokens += op.cost
+                self.exhausted = True
+                made.append(None)
+                continue
+            self.tokens += op.cost
+            if op.kind == "invalid":
+                break
+            if op.kind == "new":
+                outcome = outcomes[op.job]
+                if isinstance(outcome, Exception):
+                    raise outcome
+                node = by_job[op.job] = self._child(op.parent, op.response, op.cost, outcome)
+                self.keys[(op.parent.id, op.key)] = node.id
+            else:  # the same message as a child already made: one node, one sample more
+                node = self.nodes[op.seen] if op.kind == "seen" else by_job[op.job]
+                self.duplicates += 1
+                node.samples += 1
+                node.tokens += op.cost
+            made.append(node)
+        if failure is not None:
+            raise failure
+        return made
+
+    def _plan(
+        self, pairs: Sequence[tuple[Node, Response]]
+    ) -> tuple[list[_Op], list[tuple[dict[str, Any], Any]], SearchError | None]:
+        """What each response will do (charged, discarded, a duplicate or a new child), the env
+        steps the new children need, and the failure that stops the batch (None if none)."""
+        plan: list[_Op] = []
+        jobs: list[tuple[dict[str, Any], Any]] = []
+        pending: dict[tuple[int, str], int] = {}
+        tokens = self.tokens
+        for parent, response in pairs:
+            if response.error is not None:
+                return (
+                    plan,
+                    jobs,
+                    SearchError(f"The policy failed on node {parent.id}: {response.error}"),
+                )
+            cost = _tokens_of(response)
+            if self.budget.tokens is not None and tokens + cost > self.budget.tokens:
+                plan.append(_Op("discard", parent, response, cost))
+                continue
+            tokens += cost
+            try:
+                message = to_assistant_message(response.action)
+            except error.InvalidAction as e:
+                plan.append(_Op("invalid", parent, response, cost))
+                return (
+                    plan,
+                    jobs,
+                    SearchError(f"The policy returned an invalid message on node {parent.id}: {e}"),
+                )
+            key = hashlib.sha256(
+                json.dumps(message, sort_keys=True, default=repr).encode()
+            ).hexdigest()
+            if (parent.id, key) in self.keys:
+                plan.append(_Op("seen", parent, response, cost, seen=self.keys[(parent.id, key)]))
+            elif (parent.id, key) in pending:
+                plan.append(_Op("pending", parent, response, cost, job=pending[(parent.id, key)]))
+            else:
+                pending[(parent.id, key)] = len(jobs)
+                plan.append(_Op("new", parent, response, cost, job=len(jobs), key=key))
+                jobs.append((parent.state, response.action))
+        return plan, jobs, None
 
     def _generate(self, requests: list[Request]) -> list[Response]:
         if self.policy_timeout_s is None:
@@ -420,24 +511,9 @@ class Tree:
             raise SearchError(f"The policy raised {type(e).__name__}: {e}") from e
         return box["out"]  # type: ignore[no-any-return]
 
-    def _child(self, parent: Node, response: Response, cost: int) -> Node:
-        try:
-            message = to_assistant_message(response.action)
-        except error.InvalidAction as e:
-            raise SearchError(
-                f"The policy returned an invalid message on node {parent.id}: {e}"
-            ) from None
-        key = hashlib.sha256(json.dumps(message, sort_keys=True, default=repr).encode()).hexdigest()
-        seen = self.keys.get((parent.id, key))
-        if seen is not None:
-            self.duplicates += 1
-            self.nodes[seen].samples += 1
-            self.nodes[seen].tokens += cost
-            return self.nodes[seen]
-        self.env.set_state(parent.state)
-        _, reward, terminated, truncated, info = self.env.step(response.action)
+    def _child(self, parent: Node, response: Response, cost: int, stepped: Stepped) -> Node:
         self.env_steps += 1
-        state = self.env.get_state()
+        info, state = stepped.info, stepped.state
         node = Node(
             id=len(self.nodes),
             parent=parent.id,
@@ -445,9 +521,9 @@ class Tree:
             state=state,
             messages=list(info.get("messages") or episode_fields(state).get("messages", [])),
             action=response.action,
-            reward=float(reward),
-            ret=parent.ret + self.gamma**parent.depth * float(reward),
-            terminal=bool(terminated or truncated),
+            reward=stepped.reward,
+            ret=parent.ret + self.gamma**parent.depth * stepped.reward,
+            terminal=stepped.terminated or stepped.truncated,
             success=bool(info.get("is_success")),
             feedback=str(info.get("feedback") or ""),
             logprob=_sequence_logprob(response),
@@ -458,7 +534,6 @@ class Tree:
         )
         self.nodes.append(node)
         parent.children.append(node.id)
-        self.keys[(parent.id, key)] = node.id
         return node
 
     def rollouts(self, starts: Sequence[Node]) -> list[list[Node]]:
@@ -504,10 +579,12 @@ class Tree:
         successes = [n.found_at_call for n in self.nodes if n.terminal and n.success]
         stats = {
             "calls": self.calls,
+            "generate_calls": self.generate_calls,
             "tokens": self.tokens,
             "budget": {"calls": self.budget.calls, "tokens": self.budget.tokens},
             "nodes": len(self.nodes),
             "env_steps": self.env_steps,
+            "env_clones": self.stepper.clones,
             "duplicates": self.duplicates,
             "discarded_tokens": self.discarded_tokens,
             "terminal_nodes": sum(1 for n in self.nodes if n.terminal and n.id != 0),
@@ -530,4 +607,6 @@ def run_guarded(tree: Tree, method: str, body: Callable[[], dict[str, Any]]) -> 
     except Exception as e:  # the env's own failure (a sandbox down, a bug): keep what was found
         message = f"The env failed during the search: {type(e).__name__}: {e}"
         raise SearchError(message, tree.result(method, failed=message)) from e
+    finally:
+        tree.stepper.close()
     return tree.result(method, **extra)
