@@ -83,22 +83,29 @@ def clock_tasks() -> list[dict[str, Any]]:
     return tasks
 
 
+def clock_spec() -> dict[str, Any]:
+    """``joint/Clock-v0`` as :func:`llmgym.register_task_env` fields (``configs/joint/clock.yaml``
+    ships the same, tested): exact match of the response's last number (bare or boxed), so a
+    hedge or a list scores as its last number only."""
+    return {
+        "id": CLOCK_ID,
+        "tasks": clock_tasks(),
+        "verifier": "exact",
+        "extract": "regex:(?<![0-9.-])([0-9]+)[^0-9]*$",  # no decimals or signs
+        "prompt_template": "{prompt}\n\n" + INSTRUCTION.replace("{}", "{{}}"),
+        "domain": "clock",
+        "description": "Hours on a 12-hour clock (the joint benchmark's non-math domain).",
+    }
+
+
 def register_clock() -> str:
-    """Register ``joint/Clock-v0`` (once per process): exact match of the response's last
-    number (bare or boxed), so a hedge or a list scores as its last number only."""
+    """Register ``joint/Clock-v0`` (once per process)."""
     from llmgym.declarative import register_task_env
     from llmgym.registry import list_envs
 
     if CLOCK_ID not in list_envs("joint"):
-        register_task_env(
-            CLOCK_ID,
-            clock_tasks(),
-            "exact",
-            extract="regex:(?<![0-9.-])([0-9]+)[^0-9]*$",  # no decimals or signs
-            prompt_template="{prompt}\n\n" + INSTRUCTION.replace("{}", "{{}}"),
-            domain="clock",
-            description="Hours on a 12-hour clock (the joint benchmark's non-math domain).",
-        )
+        spec = clock_spec()
+        register_task_env(spec.pop("id"), spec.pop("tasks"), **spec)
     return CLOCK_ID
 
 

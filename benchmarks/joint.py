@@ -26,7 +26,8 @@ targets' verdicts) and ``joint_curves.png`` to ``--output-dir`` (and the figure 
 What it does not do: tune anything per arm (the arms share every setting but the task choice).
 
 Run: python benchmarks/joint.py [--config benchmarks/configs/joint_full.yaml] [--quick] [--seeds 2]
-     [--workers 2] [--output-dir runs/joint] [--figure docs/joint_curves.png]
+     [--workers 2] [--output-dir runs/joint] [--figure docs/joint_curves.png] [--base-only]
+Each arm as an ``llmgym train`` run: ``configs/joint/`` (``--base-only`` builds their model).
 A rerun with the same output directory and config reuses every finished base model and arm.
 """
 
@@ -47,7 +48,7 @@ import numpy as np
 import yaml
 
 from llmgym import error
-from llmgym.agents.joint import ARMS, KINDS, ArmConfig, BaseConfig, run_seed
+from llmgym.agents.joint import ARMS, KINDS, ArmConfig, BaseConfig, build_base, run_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -298,12 +299,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--figure", default=None, help="also draw the curves here (e.g. docs/joint_curves.png)"
     )
+    parser.add_argument(
+        "--base-only",
+        action="store_true",
+        help="only build seed 0's base model (<output-dir>/seed0/base/sft/final: the model of "
+        "configs/joint/*.yaml)",
+    )
     args = parser.parse_args(argv)
     name = "joint_quick.yaml" if args.quick else "joint_full.yaml"
     cfg = JointConfig.load(args.config or ROOT / "benchmarks" / "configs" / name)
     if args.seeds is not None:
         cfg.seeds = args.seeds
     out = Path(args.output_dir or ("runs/joint-quick" if args.quick else "runs/joint"))
+    if args.base_only:
+        print(build_base(BaseConfig(**{**cfg.base, "seed": 0}), out / "seed0" / "base"))
+        return 0
     results = run(cfg, out, figure=Path(args.figure) if args.figure else None, workers=args.workers)
     print(table(results))
     print(json.dumps(results["targets"], indent=1))
