@@ -10,8 +10,9 @@ updates. The recipe is Ziegler et al. (2019) / Stiennon et al. (2020) as in Clea
 - every sampled token is an action; the reward of a turn is credited to the turn's last token,
   and each token pays ``kl_coef * (logp - ref_logp)`` (the KL penalty is in the reward);
 - the KL coefficient is adaptive (``kl_target`` and ``kl_horizon``: Ziegler's proportional
-  controller on the per-episode KL) or fixed; the reference is fixed or dynamic
-  (``reference: refresh | mix``);
+  controller on the per-episode KL, logged as ``charts/episode_kl``) or fixed; the reference is
+  fixed or dynamic (``reference: refresh | mix``). The logged ``kl`` is per sampled token, as
+  GRPO's: against the reference, or without one the update's approximate KL to the rollout policy;
 - GAE (``gamma``, ``lam``) runs over the policy's tokens only: environment tokens of multi-turn
   episodes are not actions, so the value bootstraps across them;
 - advantages are whitened over the batch (all processes); the value loss is clipped around the
@@ -19,7 +20,9 @@ updates. The recipe is Ziegler et al. (2019) / Stiennon et al. (2020) as in Clea
   has moved too far from the rollout policy.
 
 The value head is a linear layer on the policy's last hidden state (a shared trunk, as in
-TRL's ``AutoModelForCausalLMWithValueHead``), so one model is trained and checkpointed.
+TRL's ``AutoModelForCausalLMWithValueHead``), so one model is trained and checkpointed. The live
+monitor (:class:`~llmgym.agents.monitoring.TrainMonitor`, the config's ``alerts:``) sees every
+step's episodes and each family's KL and entropy per token, as in GRPO.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.config import ScaleConfig, require
+from llmgym.agents.config import ScaleConfig, alert_rules_error, require
 from llmgym.agents.reference import REFERENCE_MODES
 
 # --- config ------------------------------------------------------------------------------------
@@ -110,6 +113,10 @@ class PPOConfig(ScaleConfig):
     """Held-out episodes per evaluation."""
     eval_seed: int = 1_000_000
     """First held-out seed."""
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    """Alert rules (``llmgym.evaluation.monitor.AlertRule`` fields), as in GRPO's config: each
+    fired alert is logged, appended to ``alerts.jsonl`` and marked on ``llmgym report RUN
+    --watch``; ``action: checkpoint`` saves, ``action: stop`` saves and ends the run."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -170,6 +177,8 @@ class PPOConfig(ScaleConfig):
             self.scheduler is None or isinstance(self.scheduler, dict),
             "scheduler must be a mapping of SchedulerConfig fields (or null)",
         )
+        problem = alert_rules_error(self.alerts)
+        require(problem is None, str(problem))
 
 
 # --- pieces (pure functions, unit-tested) --------------------------------------------------------
@@ -215,7 +224,8 @@ def ppo_losses(
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Clipped policy loss and clipped value loss, token means over ``mask``.
 
-    Returns ``(policy_loss, value_loss, stats)``.
+    Returns ``(policy_loss, value_loss, stats)``; ``stats["approx_kl_rows"]`` is each row's
+    summed approximate KL to the rollout policy (the per-family figures add them up).
     """
     import torch
 
@@ -232,9 +242,11 @@ def ppo_losses(
     value_loss = 0.5 * (v_loss * mask).sum() / n
     with torch.no_grad():
         log_ratio = logprobs - old_logprobs
+        approx_kl_rows = ((torch.exp(log_ratio) - 1 - log_ratio) * mask).sum(1)
         stats = {
             "clip": (((ratio - 1).abs() > clip_range).to(mask.dtype) * mask).sum(),
-            "approx_kl": ((torch.exp(log_ratio) - 1 - log_ratio) * mask).sum(),
+            "approx_kl": approx_kl_rows.sum(),
+            "approx_kl_rows": approx_kl_rows,
             "tokens": mask.sum(),
         }
     return policy_loss, value_loss, stats
@@ -295,6 +307,7 @@ class PPOTrainer:
         from llmgym.agents.checkpoint import Generators, load_checkpoint, resume_point
         from llmgym.agents.context import context_budget
         from llmgym.agents.modeling import build_optimizer, disable_dropout, set_torch_threads
+        from llmgym.agents.monitoring import TrainMonitor
         from llmgym.agents.precision import make_accelerator
         from llmgym.agents.reference import AdaptiveKLController, FixedKLController, ReferenceModel
         from llmgym.agents.rollout import make_env, task_families
@@ -350,7 +363,8 @@ class PPOTrainer:
             )
 
         # --- checkpointed state, logging, resume --------------------------------------------------
-        for obj in (self.gens, self.kl_ctl, self.scheduler, self.ref):
+        self.monitor = TrainMonitor(cfg.alerts, cfg.output_dir, write=acc.is_main_process)
+        for obj in (self.gens, self.kl_ctl, self.scheduler, self.ref, self.monitor):
             if obj is not None:
                 acc.register_for_checkpointing(obj)
         self.step = 0
@@ -386,6 +400,7 @@ class PPOTrainer:
         from accelerate.utils import gather_object
 
         from llmgym.agents.modeling import pad_right, token_logprobs
+        from llmgym.agents.monitoring import FamilyTally, episodes_of, family_key
         from llmgym.agents.rollout import collect, draw_tasks, rollout_metrics
 
         t_start = time.perf_counter()
@@ -458,9 +473,10 @@ class PPOTrainer:
             var = float(sums[1] / sums[2].clamp(min=1)) - mean**2
             advantages = whiten(advantages, mask, mean, math.sqrt(max(var, 0.0)))
         episode_kl = kl_tokens.sum(1)
-        kl_stats = torch.tensor([float(episode_kl.sum()), float(n)], device=dev)
+        kl_stats = torch.tensor([float(episode_kl.sum()), float(n), float(mask.sum())], device=dev)
         kl_stats = acc.reduce(kl_stats, reduction="sum") if self.world > 1 else kl_stats
-        mean_episode_kl = float(kl_stats[0] / kl_stats[1].clamp(min=1))
+        mean_episode_kl = float(kl_stats[0] / kl_stats[1].clamp(min=1))  # the controller's
+        token_kl = float(kl_stats[0] / kl_stats[2].clamp(min=1))  # the logged ``kl``
         timings["score_s"] = time.perf_counter() - t0
 
         # 4. Epochs of clipped updates over mini-batches; stop early past target_kl.
@@ -473,7 +489,11 @@ class PPOTrainer:
             "tokens": 0.0,
             "entropy": 0.0,
         }
-        updates, early_stop = 0, False
+        updates, epochs, early_stop = 0, 0, False
+        # Each family's KL (the reference's, else the update's) and entropy: every epoch adds
+        # each row once, so the sums over ``epochs`` passes divide back to one pass.
+        tally = FamilyTally([family_key(t) for t in mine], [family_key(t) for t in tasks])
+        tally.begin(n, dev)
         mb = math.ceil(n / cfg.mini_batches)
         for _epoch in range(cfg.ppo_epochs):
             perm = torch.randperm(n, generator=self.gens.sampling, device=dev).tolist()
@@ -513,6 +533,8 @@ class PPOTrainer:
                     totals["entropy"] += float(ent_mean.detach()) * float(st["tokens"])
                     for key in ("clip", "approx_kl", "tokens"):
                         totals[key] += float(st[key])
+                    row_kl = episode_kl[rows] if self.ref is not None else st["approx_kl_rows"]
+                    tally.add(rows, m, ent, row_kl)
                     epoch_kl += torch.tensor(
                         [float(st["approx_kl"]), float(st["tokens"])], device=dev
                     )
@@ -521,6 +543,7 @@ class PPOTrainer:
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
                 updates += 1
+            epochs += 1
             if cfg.target_kl:
                 kl_now = acc.reduce(epoch_kl, reduction="sum") if self.world > 1 else epoch_kl
                 if float(kl_now[0] / kl_now[1].clamp(min=1)) > cfg.target_kl:
@@ -547,7 +570,9 @@ class PPOTrainer:
             [totals[k] for k in ("pg", "vf", "clip", "approx_kl", "tokens", "entropy")],
             device=dev,
         )
+        vec = torch.cat([vec, tally.by_family()])  # per family: reduced with the totals
         vec = acc.reduce(vec, reduction="sum") if self.world > 1 else vec
+        tally.finish(vec[6:], epochs, kl=True)
         tok = max(float(vec[4]), 1.0)
         elapsed = time.perf_counter() - t_start
         metrics = {
@@ -557,21 +582,27 @@ class PPOTrainer:
             "losses/kl_penalty": self.kl_ctl.value * mean_episode_kl,
             "clip_frac": float(vec[2]) / tok,
             "entropy": float(vec[5]) / tok,
-            "kl": mean_episode_kl if self.ref is not None else float(vec[3]) / tok,
+            "kl": token_kl if self.ref is not None else float(vec[3]) / tok,
             "charts/approx_kl": float(vec[3]) / tok,
+            "charts/trained_tokens": float(vec[4]) / max(epochs, 1),
             "charts/kl_coef": self.kl_ctl.value,
             "charts/updates": float(updates),
             "charts/early_stop": float(early_stop),
             "charts/learning_rate": self.lr_scheduler.get_last_lr()[0],
             "charts/episodes": float(self.episodes),
+            "charts/processes": float(self.world),
             "charts/samples_per_s": len(summaries) / elapsed,
             "charts/tokens_per_s": sum(s.completion_tokens for s in summaries) / elapsed,
             "charts/value_mean": float((old_values * mask).sum() / mask.sum().clamp(min=1)),
             "time/step_s": elapsed,
             **{f"time/{k}": v for k, v in timings.items()},
         }
+        if self.ref is not None:
+            metrics["charts/episode_kl"] = mean_episode_kl
         if self.scheduler is not None:
             metrics.update(self.scheduler.metrics())
+        watched = episodes_of(tasks, summaries, 1)
+        metrics.update(self.monitor.observe(self.step, watched, metrics, tally.sums))
         return metrics
 
     # --- the loop ----------------------------------------------------------------------------------
@@ -600,14 +631,21 @@ class PPOTrainer:
                 metrics["charts/weights_in_sync"] = 1.0
             if cfg.eval_every and self.step % cfg.eval_every == 0:
                 metrics.update(self.evaluate())
-            if self.step % cfg.log_every == 0 or self.step == cfg.total_steps:
+            if (
+                self.step % cfg.log_every == 0
+                or self.step == cfg.total_steps
+                or self.monitor.alerts
+            ):
                 self.log.log(self.step, metrics)
             bar.update(1)
             bar.set_postfix(
                 reward=f"{metrics.get('rewards/mean', 0):.3f}",
                 success=f"{metrics.get('rewards/success_rate', 0):.2f}",
             )
-            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.total_steps:
+            if self.monitor.action == "stop":  # an alert ends the run (saved below, resumable)
+                break
+            saving = cfg.save_every and self.step % cfg.save_every == 0
+            if (saving or self.monitor.action == "checkpoint") and self.step < cfg.total_steps:
                 save_checkpoint(
                     acc,
                     cfg.output_dir,
