@@ -368,16 +368,25 @@ def rollout_metrics(trajs: Sequence[Trajectory | EpisodeSummary]) -> dict[str, f
     }
     if any(t.prompt_truncated for t in trajs):
         out["charts/prompt_truncated_frac"] = sum(t.prompt_truncated for t in trajs) / n
-    for domain in sorted({t.domain for t in trajs}):
-        group = [t for t in trajs if t.domain == domain]
+    from llmgym.evaluation.monitor import clean_name
+
+    # a domain name comes from task data: only its cleaned form reaches a metric key or tag
+    domains = [clean_name(t.domain) for t in trajs]
+    for domain in sorted(set(domains)):
+        group = [t for t, d in zip(trajs, domains, strict=True) if d == domain]
         out[f"rewards/{domain}"] = sum(t.reward for t in group) / len(group)
         out[f"success/{domain}"] = sum(t.is_success for t in group) / len(group)
     statuses = [s for t in trajs for s in t.exec_statuses]
     if statuses:
         for key, names in _SANDBOX_RATES.items():
             out[key] = sum(s in names for s in statuses) / len(statuses)
-        for domain in sorted({t.domain for t in trajs if t.exec_statuses}):
-            ds = [s for t in trajs if t.domain == domain for s in t.exec_statuses]
+        for domain in sorted({d for t, d in zip(trajs, domains, strict=True) if t.exec_statuses}):
+            ds = [
+                s
+                for t, d in zip(trajs, domains, strict=True)
+                if d == domain
+                for s in t.exec_statuses
+            ]
             for key, names in _SANDBOX_RATES.items():
                 out[key.replace("sandbox/", f"sandbox/{domain}/")] = sum(
                     s in names for s in ds

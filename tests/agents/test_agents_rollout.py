@@ -281,3 +281,24 @@ def test_a_group_prompt_is_rendered_once_into_separate_token_lists(
     assert (
         trajs[0].token_ids[: trajs[0].prompt_length] == trajs[1].token_ids[: trajs[1].prompt_length]
     )
+
+
+@pytest.mark.parametrize("domain", ["right/../../etc", "a b\n<script>", "", "/", "é" * 200])
+def test_domain_names_from_task_data_reach_metric_keys_cleaned(domain: str) -> None:
+    from llmgym.agents.rollout import Trajectory
+    from llmgym.evaluation.monitor import clean_name
+
+    trajs = [
+        Trajectory(task_id="t", domain=domain, family="f", difficulty=0.0, turn_rewards=[1.0]),
+        Trajectory(
+            task_id="u", domain="math", family="f", difficulty=0.0, exec_statuses=["timeout"]
+        ),
+    ]
+    trajs[0].exec_statuses = ["ok"]
+    m = rollout_metrics(trajs)
+    name = clean_name(domain)
+    assert m[f"rewards/{name}"] == 1.0 and m["rewards/math"] == 0.0
+    assert m[f"sandbox/{name}/timeout_rate"] == 0.0 and m["sandbox/math/timeout_rate"] == 1.0
+    for key in m:
+        assert ".." not in key.split("/") and all(c.isprintable() for c in key) and len(key) < 100
+        assert key.count("/") <= 2
