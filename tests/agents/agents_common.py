@@ -3,13 +3,22 @@ through ``conftest``, whose module name the suite's root conftest also uses)."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from llmgym.core import Episode, LLMEnv, Message, Turn
 from llmgym.rewards import RewardResult
 from llmgym.tasks import Family, ProceduralSource, Task, draft
+
+HERE = Path(__file__).resolve().parent
 
 MATH = "llm/Math-v0"
 MATH_KWARGS = {"family": "arith.add_small", "difficulty": 0.0}
@@ -95,3 +104,39 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def write_length_spec(folder: Path, env_id: str, tasks: list[dict[str, Any]], **extra: Any) -> Path:
+    """A spec file of ``tasks`` graded by ``agents_testing_verifiers:length_reward`` (for the
+    launched processes, which register it from ``LLMGYM_SPECS``)."""
+    path = folder / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    spec = folder / "spec.yaml"
+    body = {"id": env_id, "tasks": str(path), "verifier": "agents_testing_verifiers:length_reward"}
+    spec.write_text(yaml.safe_dump({**body, **extra}))
+    return spec
+
+
+def launch_two_processes(
+    module: str, config: Path, spec: Path, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """``accelerate launch`` of ``python -m module --config config`` on 2 CPU processes (gloo).
+
+    ``--cpu`` with ``--num_processes 2`` starts one process in Accelerate 1.16, so this launches
+    the multi-process launcher with ``ACCELERATE_USE_CPU=true`` (tests check
+    ``charts/processes``)."""
+    env = dict(
+        os.environ,
+        LLMGYM_SPECS=str(spec),
+        PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        ACCELERATE_USE_CPU="true",
+    )
+    cmd = [
+        sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2",
+        "--multi_gpu", "--main_process_port", str(free_port()), "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no",
+        "-m", module, "--config", str(config),
+    ]  # fmt: skip
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

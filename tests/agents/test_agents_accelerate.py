@@ -6,62 +6,20 @@ that two processes ran."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from agents_common import DIGITS_TASKS, free_port
+from agents_common import DIGITS_TASKS, launch_two_processes, write_length_spec
 
 from llmgym.agents.runlog import read_metrics
 
 HERE = Path(__file__).resolve().parent
 
 
-def _launch(
-    module: str, config: Path, env: dict[str, str], timeout: int = 240
-) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--num_processes",
-        "2",
-        "--multi_gpu",
-        "--main_process_port",
-        str(free_port()),
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        module,
-        "--config",
-        str(config),
-    ]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.slow
 def test_grpo_on_two_cpu_processes_keeps_ranks_in_sync(tiny_dir: str, tmp_path: Path) -> None:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in DIGITS_TASKS))
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": "agents-test/LengthSpec-v0",
-                "tasks": str(tasks),
-                "verifier": "agents_testing_verifiers:length_reward",
-                "domain": "length",
-            }
-        )
-    )
+    spec = write_length_spec(tmp_path, "agents-test/LengthSpec-v0", DIGITS_TASKS, domain="length")
     config = tmp_path / "grpo.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -85,15 +43,7 @@ def test_grpo_on_two_cpu_processes_keeps_ranks_in_sync(tiny_dir: str, tmp_path: 
             }
         )
     )
-    env = dict(
-        os.environ,
-        LLMGYM_SPECS=str(spec),
-        PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        ACCELERATE_USE_CPU="true",
-    )
-    proc = _launch("llmgym.agents.grpo", config, env)
+    proc = launch_two_processes("llmgym.agents.grpo", config, spec, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = read_metrics(tmp_path / "run")
     assert [r["step"] for r in records] == [1, 2, 3]

@@ -6,18 +6,14 @@ dashboard drawing them."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from agents_common import free_port
+from agents_common import launch_two_processes, write_length_spec
 
 import llmgym
 from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
@@ -236,18 +232,7 @@ def test_without_a_kl_measure_no_family_kl_is_made_up(tiny_dir: str, tmp_path: P
 def test_two_processes_reduce_the_family_sums_like_the_totals(
     tiny_dir: str, tmp_path: Path
 ) -> None:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": "agents-test/FamiliesSpec-v0",
-                "tasks": str(tasks),
-                "verifier": "agents_testing_verifiers:length_reward",
-            }
-        )
-    )
+    spec = write_length_spec(tmp_path, "agents-test/FamiliesSpec-v0", TASKS)
     config = tmp_path / "grpo.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -269,21 +254,7 @@ def test_two_processes_reduce_the_family_sums_like_the_totals(
             }
         )
     )
-    env = dict(
-        os.environ,
-        LLMGYM_SPECS=str(spec),
-        PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        ACCELERATE_USE_CPU="true",
-    )
-    cmd = [
-        sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2",
-        "--multi_gpu", "--main_process_port", str(free_port()), "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no",
-        "-m", "llmgym.agents.grpo", "--config", str(config),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = launch_two_processes("llmgym.agents.grpo", config, spec)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = read_metrics(tmp_path / "run")
     assert [r["charts/processes"] for r in records] == [2.0, 2.0]

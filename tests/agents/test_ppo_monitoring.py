@@ -7,8 +7,6 @@ processes that reduce the family sums with the totals and stop at the same step.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from agents_common import free_port
+from agents_common import launch_two_processes, write_length_spec
 
 import llmgym
 from llmgym.agents.config import ConfigError
@@ -240,18 +238,7 @@ def test_an_injected_anomaly_burst_saves_a_checkpoint(tiny_dir: str, tmp_path: P
 def test_two_processes_reduce_the_family_sums_and_stop_together(
     tiny_dir: str, tmp_path: Path
 ) -> None:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "id": "agents-test/PPOFamiliesSpec-v0",
-                "tasks": str(tasks),
-                "verifier": "agents_testing_verifiers:length_reward",
-            }
-        )
-    )
+    spec = write_length_spec(tmp_path, "agents-test/PPOFamiliesSpec-v0", TASKS)
     config = tmp_path / "ppo.yaml"
     base = _cfg(
         tiny_dir, tmp_path / "run", env_id="agents-test/PPOFamiliesSpec-v0", total_steps=4,
@@ -259,21 +246,7 @@ def test_two_processes_reduce_the_family_sums_and_stop_together(
         torch_threads=1, alerts=[{"rule": "kl_above", "bound": 0.0, "window": 1, "action": "stop"}],
     )  # fmt: skip
     config.write_text(yaml.safe_dump({"algo": "ppo", **base.to_dict()}))
-    env = dict(
-        os.environ,
-        LLMGYM_SPECS=str(spec),
-        PYTHONPATH=f"{Path(__file__).parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        ACCELERATE_USE_CPU="true",
-    )
-    cmd = [
-        sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2",
-        "--multi_gpu", "--main_process_port", str(free_port()), "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no",
-        "-m", "llmgym.agents.ppo", "--config", str(config),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = launch_two_processes("llmgym.agents.ppo", config, spec)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = read_metrics(tmp_path / "run")
     # Step 1 samples from the reference itself (KL 0); the policy has moved by step 2: both
