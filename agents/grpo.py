@@ -286,15 +286,25 @@ class GRPOTrainer:
         rounds = 1 + (cfg.dynamic_sampling_rounds if cfg.dynamic_sampling else 0)
         start = self.rank * self.local_n
         t0 = time.perf_counter()
-        for _ in range(rounds):
+        for round_ in range(rounds):
             tasks = draw_tasks(
-                self.probe_env, cfg.prompts_per_step, self.gens.tasks, self.scheduler
+                self.probe_env,
+                cfg.prompts_per_step,
+                self.gens.tasks,
+                self.scheduler,
+                advance=round_ == 0,  # a refill round belongs to the same step
             )
             drawn += tasks
             if cfg.tree_search is not None:
                 kept_trajs, kept_adv, local = self._tree_rollouts(tasks)
                 kept_keys = [family_key(t) for t in kept_trajs]
                 all_summaries += local
+                watched += episodes_of(kept_trajs, local, 1)  # each sample names its family
+                by_task = [
+                    [i for i, t in enumerate(kept_trajs) if t.task_id == task.task_id]
+                    for task in tasks
+                ]
+                self._update_scheduler(tasks, local, kept_adv, by_task)
                 kept_groups = cfg.prompts_per_step if kept_trajs else 0
                 break
             mine = [tasks[(start + j) // cfg.group_size] for j in range(self.local_n)]
@@ -393,19 +403,25 @@ class GRPOTrainer:
         return metrics
 
     def _update_scheduler(
-        self, tasks: Sequence[Any], summaries: Sequence[Any], advantages: Any
+        self,
+        tasks: Sequence[Any],
+        summaries: Sequence[Any],
+        advantages: Any,
+        groups: Sequence[Sequence[int]] | None = None,
     ) -> None:
+        """Each task's episodes (``groups``: their indices; default ``group_size`` in a row) to
+        the scheduler."""
         if self.scheduler is None:
             return
         g = self.cfg.group_size
         for i, task in enumerate(tasks):
-            if task.arm is None:
+            rows = range(i * g, (i + 1) * g) if groups is None else groups[i]
+            if task.arm is None or not rows:
                 continue
-            group = summaries[i * g : (i + 1) * g]
             self.scheduler.update(
                 task.arm,
-                [s.is_success for s in group],
-                advantages=[float(a) for a in advantages[i * g : (i + 1) * g]],
+                [summaries[j].is_success for j in rows],
+                advantages=[float(advantages[j]) for j in rows],
                 step=self.step + 1,
                 question=task.question,
             )

@@ -357,7 +357,7 @@ def _decision(step: int, scheduler: TaskScheduler) -> dict[str, Any]:
         "step": step,
         **{
             arm: {
-                key: m[f"scheduler/{arm}/{key}"]
+                key: m[f"scheduler/{scheduler.metric_names[arm]}/{key}"]
                 for key in ("weight", "p_success", "paused", "picks", "difficulty")
             }
             for arm in ARMS

@@ -177,6 +177,12 @@ class PPOConfig(ScaleConfig):
             self.scheduler is None or isinstance(self.scheduler, dict),
             "scheduler must be a mapping of SchedulerConfig fields (or null)",
         )
+        sched = self.scheduler or {}
+        require(
+            not sched.get("question_rest") and sched.get("strategy") != "signal",
+            "PPO has no groups: scheduler question_rest and strategy 'signal' need GRPO's groups "
+            "(their rewards' spread); use another strategy and question_rest: 0",
+        )
         problem = alert_rules_error(self.alerts)
         require(problem is None, str(problem))
 

@@ -474,15 +474,20 @@ class TaskRef:
         return {"task_id": self.task_id}
 
 
-def draw_tasks(probe_env: Any, n: int, rng: Any, scheduler: Any = None) -> list[TaskRef]:
+def draw_tasks(
+    probe_env: Any, n: int, rng: Any, scheduler: Any = None, *, advance: bool = True
+) -> list[TaskRef]:
     """``n`` tasks from the env's own distribution, or from ``scheduler``'s ``(family, difficulty)``.
 
     Draws only from ``rng`` and deterministic resets, so every process draws the same list. A
     question the scheduler rests (``question_rest``) is drawn again, up to its ``redraws``.
+    ``advance=False``: more tasks for the same step (a refill round of dynamic sampling).
     """
     from llmgym.agents.scheduler import question_key
 
-    picks = scheduler.choose(n, rng) if scheduler is not None else [(None, None)] * n
+    picks = (
+        scheduler.choose(n, rng, advance=advance) if scheduler is not None else [(None, None)] * n
+    )
     redraws = scheduler.config.redraws if scheduler is not None else 0
     refs = []
     for arm, difficulty in picks:

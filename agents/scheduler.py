@@ -39,6 +39,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -47,8 +48,28 @@ import numpy as np
 
 from llmgym import error
 
+MAX_REDRAWS = 1000
+"""The most fresh draws ``redraws`` may ask for (each is an env reset)."""
+
 _MAX_RESTING = 100_000
 """Questions remembered for ``question_rest`` at most (a procedural family never repeats one)."""
+
+
+def metric_names(arms: Sequence[str]) -> dict[str, str]:
+    """Each arm's name fit for a metric key (arm names come from task data): cleaned as the
+    monitor cleans names, and made distinct where two clean alike (``_2``, ``_3``...)."""
+    from llmgym.evaluation.monitor import clean_name
+
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for arm in arms:
+        name, n = clean_name(arm), 1
+        while name in taken:
+            n += 1
+            name = f"{clean_name(arm)[:60]}_{n}"
+        taken.add(name)
+        out[arm] = name
+    return out
 
 
 def question_key(arm: str, prompt: Any) -> str:
@@ -103,10 +124,12 @@ class SchedulerConfig:
     practice, and the episodes update its ``p``); 0: only the re-probes. When several arms rest
     their shares are capped at half the mass together."""
     question_rest: int = 0
-    """Steps a question rests after a group on it was all right or all wrong (GRPO gets no
-    gradient from such a group: it would only spend episodes); its family draws another question
-    meanwhile (up to ``redraws`` times). 0: off. Questions are known by their prompt text, so a
-    family that never repeats a question is unaffected."""
+    """Steps a question rests after a group on it gave GRPO no gradient (its advantages all
+    equal: all right or all wrong, with no partial credit to tell them apart), so that it would
+    only spend episodes; its family draws another question meanwhile (up to ``redraws`` times).
+    0: off. Steps are training steps (a dynamic-sampling refill round is not one). Questions are
+    known by their prompt text, so a family that never repeats a question is unaffected. GRPO
+    only (PPO has no groups). Measured on the joint benchmark it did not pay (see the README)."""
     redraws: int = 8
     """Fresh draws tried when a drawn question is resting (the last one is kept regardless)."""
     resume_below: float | None = None
@@ -119,12 +142,36 @@ class SchedulerConfig:
             if not ok:
                 raise error.Error(f"SchedulerConfig: {message}")
 
+        for name, top in (
+            ("min_episodes", 10**9),
+            ("reprobe_every", 10**9),
+            ("phase_steps", 10**9),
+            ("question_rest", 10**9),
+            ("redraws", MAX_REDRAWS),
+        ):
+            value = getattr(self, name)
+            need(
+                isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top,
+                f"{name} must be an integer in [0, {top}], got {value!r}",
+            )
+        for name in ("ema", "slow_ema", "floor", "pause_at", "rest_weight", "raise_at", "lower_at"):
+            value = getattr(self, name)
+            need(
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value),
+                f"{name} must be a finite number, got {value!r}",
+            )
         need(
             self.strategy in STRATEGIES,
             f"strategy must be one of {STRATEGIES}, got {self.strategy!r}",
         )
         need(0 < self.ema <= 1, "ema must be in (0, 1]; 0.3 adapts within a few steps")
-        need(0 < self.slow_ema < self.ema, "need 0 < slow_ema < ema (the slow average is slower)")
+        need(
+            self.strategy != "learning_progress" or 0 < self.slow_ema < self.ema,
+            f"learning_progress needs 0 < slow_ema < ema (the slow average is the slower one), "
+            f"got slow_ema {self.slow_ema} and ema {self.ema}",
+        )
         need(0 <= self.floor < 1, "floor must be in [0, 1)")
         need(
             0 <= self.start_difficulty <= self.max_difficulty <= 1,
@@ -150,8 +197,6 @@ class SchedulerConfig:
             or (isinstance(self.order, list) and all(isinstance(a, str) for a in self.order)),
             f"order must be a list of arm names, got {self.order!r}",
         )
-        need(self.question_rest >= 0, "question_rest must be >= 0 (0: off)")
-        need(self.redraws >= 0, "redraws must be >= 0")
         need(0 <= self.rest_weight < 1, f"rest_weight must be in [0, 1), got {self.rest_weight}")
         need(
             self.resume_below is None or 0 <= self.resume_below <= self.pause_at,
@@ -205,6 +250,8 @@ class TaskScheduler:
                 f"scheduler order must name every arm once: arms {list(self.arms)}, order {order}"
             )
         self.order = list(order or self.arms)
+        self.metric_names = metric_names(list(self.arms))
+        """Each arm's name in ``scheduler/<name>/...`` metric keys (cleaned, distinct)."""
         self.step = 0
         self._probe_cursor = 0
         self._picks: dict[str, int] = {}
@@ -249,9 +296,14 @@ class TaskScheduler:
             return s.signal
         return 1.0
 
-    def choose(self, n: int, rng: np.random.Generator) -> list[tuple[str, float]]:
-        """``n`` ``(arm, difficulty)`` picks for this step (a paused arm is re-probed when due)."""
-        self.step += 1
+    def choose(
+        self, n: int, rng: np.random.Generator, *, advance: bool = True
+    ) -> list[tuple[str, float]]:
+        """``n`` ``(arm, difficulty)`` picks for this step (a paused arm is re-probed when due).
+        ``advance=False`` draws more for the same step (a trainer's refill round): the step
+        count, which ``phase_steps``, ``question_rest`` and ``reprobe_every`` count in, stays."""
+        if advance or not self.step:
+            self.step += 1
         if self.config.strategy == "sequential":  # draws nothing from rng
             arm = self.current()
             self._picks = {a: n if a == arm else 0 for a in self.arms}
@@ -262,7 +314,7 @@ class TaskScheduler:
         picks = [names[int(i)] for i in rng.choice(len(names), size=n, p=p / p.sum())]
         paused = [a for a in names if self.arms[a].paused]
         every = self.config.reprobe_every
-        if paused and every and self.step % every == 0 and len(paused) < len(names):
+        if advance and paused and every and self.step % every == 0 and len(paused) < len(names):
             probe = paused[self._probe_cursor % len(paused)]
             self._probe_cursor += 1
             picks[-1] = probe
@@ -277,11 +329,11 @@ class TaskScheduler:
         """Count one resting question passed over (``scheduler/questions_skipped``)."""
         self._skipped += 1
 
-    def _note_question(self, question: str, successes: Sequence[bool]) -> None:
+    def _note_question(self, question: str, flat: bool) -> None:
         rest = self.config.question_rest
         if not rest:
             return
-        if len(set(successes)) == 1 and len(successes) > 1:
+        if flat:
             self._resting[question] = self.step + rest
         else:
             self._resting.pop(question, None)
@@ -304,8 +356,12 @@ class TaskScheduler:
         ``question``, one group on that question)."""
         if arm not in self.arms or not successes:
             return
+        # no GRPO gradient: the group's advantages are all equal (its successes, without them)
+        flat = len(successes) > 1 and (
+            bool(np.ptp(advantages) <= 1e-8) if len(advantages) else len(set(successes)) == 1
+        )
         if question is not None:
-            self._note_question(question, successes)
+            self._note_question(question, flat)
         cfg = self.config
         s = self.arms[arm]
         rate = float(np.mean(successes))
@@ -317,8 +373,7 @@ class TaskScheduler:
             return
         s.p_success = (1 - cfg.ema) * s.p_success + cfg.ema * rate
         s.p_slow = (1 - cfg.slow_ema) * s.p_slow + cfg.slow_ema * rate
-        spread = np.ptp(advantages) > 1e-8 if len(advantages) else len(set(successes)) > 1
-        s.signal = (1 - cfg.ema) * s.signal + cfg.ema * float(spread)
+        s.signal = (1 - cfg.ema) * s.signal + cfg.ema * float(not flat)
         s.episodes += len(successes)
         s.total_episodes += len(successes)
         if cfg.strategy == "sequential":  # a fixed plan: no curriculum, no pauses
@@ -340,7 +395,8 @@ class TaskScheduler:
     # --- observability and checkpoints --------------------------------------------------------
 
     def metrics(self) -> dict[str, float]:
-        """``scheduler/<arm>/{p_success,difficulty,weight,paused,adv_abs,picks}`` and totals."""
+        """``scheduler/<arm>/{p_success,difficulty,weight,paused,adv_abs,picks}`` (the arm's
+        :attr:`metric_names` entry) and totals."""
         probs = self.weights()
         out: dict[str, float] = {
             "scheduler/active_arms": float(sum(not s.paused for s in self.arms.values())),
@@ -351,12 +407,13 @@ class TaskScheduler:
             "scheduler/questions_skipped": float(self._skipped),
         }
         for a, s in self.arms.items():
-            out[f"scheduler/{a}/p_success"] = s.p_success
-            out[f"scheduler/{a}/difficulty"] = s.difficulty
-            out[f"scheduler/{a}/weight"] = probs[a]
-            out[f"scheduler/{a}/paused"] = float(s.paused)
-            out[f"scheduler/{a}/adv_abs"] = s.adv_abs
-            out[f"scheduler/{a}/picks"] = float(self._picks.get(a, 0))
+            key = f"scheduler/{self.metric_names[a]}"
+            out[f"{key}/p_success"] = s.p_success
+            out[f"{key}/difficulty"] = s.difficulty
+            out[f"{key}/weight"] = probs[a]
+            out[f"{key}/paused"] = float(s.paused)
+            out[f"{key}/adv_abs"] = s.adv_abs
+            out[f"{key}/picks"] = float(self._picks.get(a, 0))
         return out
 
     def state_dict(self) -> dict[str, Any]:

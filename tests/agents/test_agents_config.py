@@ -107,3 +107,11 @@ def test_accelerate_configs_parse(name: str) -> None:
         data["distributed_type"] in ("MULTI_CPU", "DEEPSPEED", "FSDP")
         and data["num_processes"] >= 2
     )
+
+
+@pytest.mark.parametrize("scheduler", [{"question_rest": 5}, {"strategy": "signal"}])
+def test_ppo_refuses_scheduler_settings_that_need_groups(scheduler: dict) -> None:
+    from llmgym.agents.ppo import PPOConfig
+
+    with pytest.raises(ConfigError, match="PPO has no groups"):
+        PPOConfig(model="tiny", env_id="llm/Math-v0", scheduler=scheduler)

@@ -207,3 +207,71 @@ def test_sequential_order_must_name_every_arm_once(order: list[str]) -> None:
     cfg = SchedulerConfig(strategy="sequential", order=order, phase_steps=1)
     with pytest.raises(llmgym.error.Error, match="name every arm once"):
         TaskScheduler(["a", "b", "c"], cfg)
+
+
+# --- review fixes: gradients, refill rounds, hostile settings, metric names ----------------------
+
+
+def test_a_group_with_partial_credit_spread_does_not_rest() -> None:
+    s = rest_scheduler(rest=10)
+    s.step = 1
+    s.update(ARM, [False] * 4, advantages=[-1.2, -0.4, 0.4, 1.2], question="partial")
+    assert not s.resting("partial")  # all failed, but the rewards differ: a gradient
+    s.update(ARM, [True] * 4, advantages=[0.0] * 4, question="flat")
+    assert s.resting("flat") and s.arms[ARM].signal < 1.0
+
+
+def test_refill_rounds_do_not_advance_the_step() -> None:
+    cfg = SchedulerConfig(strategy="sequential", order=["a", "b"], phase_steps=2)
+    s = TaskScheduler(["a", "b"], cfg)
+    rng = np.random.default_rng(0)
+    seen = []
+    for _ in range(4):  # 4 steps, each with a refill round
+        seen.append(s.choose(2, rng)[0][0] + s.choose(2, rng, advance=False)[0][0])
+    assert seen == ["aa", "aa", "bb", "bb"] and s.step == 4
+    p = TaskScheduler(
+        ["x", "y"], SchedulerConfig(curriculum=False, min_episodes=1, ema=1.0, reprobe_every=2)
+    )
+    p.update("x", [True] * 8)
+    probes = [
+        [a for a, _ in p.choose(1, rng, advance=k == 0)].count("x")
+        for _ in range(2)
+        for k in range(3)
+    ]
+    assert sum(probes) == 1  # the step-2 re-probe happens once, not in every round of the step
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"strategy": "sequential", "phase_steps": 1.5}, "phase_steps must be an integer"),
+        ({"redraws": 2.0}, "redraws must be an integer"),
+        ({"redraws": 100_000}, "redraws must be an integer in"),
+        ({"question_rest": float("inf")}, "question_rest must be an integer"),
+        ({"question_rest": True}, "question_rest must be an integer"),
+        ({"min_episodes": "8"}, "min_episodes"),
+        ({"floor": float("nan")}, "floor"),
+        ({"rest_weight": float("nan")}, "rest_weight"),
+    ],
+)
+def test_hostile_scheduler_values_are_refused(kwargs: dict, match: str) -> None:
+    with pytest.raises(llmgym.error.Error, match=match):
+        SchedulerConfig(**kwargs)
+
+
+def test_slow_ema_only_binds_learning_progress() -> None:
+    SchedulerConfig(strategy="uniform", ema=0.05)  # an older config: still fine
+    SchedulerConfig(strategy="success_variance", ema=0.01)
+    with pytest.raises(llmgym.error.Error, match="slow_ema"):
+        SchedulerConfig(strategy="learning_progress", ema=0.05)
+
+
+def test_metric_keys_carry_clean_distinct_arm_names() -> None:
+    arms = ["../../etc::x", "<script>alert(1)</script>", "a b", "a_b", "clock::clock.later"]
+    s = TaskScheduler(arms)
+    names = s.metric_names
+    assert len(set(names.values())) == len(arms)
+    for key in s.metrics():
+        parts = key.split("/")
+        assert len(parts) in (2, 3) and ".." not in parts and "<" not in key and " " not in key
+    assert {f"scheduler/{names[a]}/weight" for a in arms} <= set(s.metrics())

@@ -15,7 +15,7 @@ import yaml
 import llmgym
 from llmgym.agents import joint
 from llmgym.agents.grpo import GRPOConfig
-from llmgym.agents.scheduler import SchedulerConfig
+from llmgym.agents.scheduler import SchedulerConfig, metric_names
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "joint"
@@ -99,7 +99,8 @@ def test_the_scheduler_arm_trains_from_the_cli(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]
-    assert {f"scheduler/{a}/weight" for a in joint.ARMS} <= set(last)
-    picks = sum(last[f"scheduler/{a}/picks"] for a in joint.ARMS)
+    names = metric_names(joint.ARMS).values()
+    assert {f"scheduler/{n}/weight" for n in names} <= set(last)
+    picks = sum(last[f"scheduler/{n}/picks"] for n in names)
     assert picks == 8
     assert any(k.startswith("domain/clock/") for k in last) and (out / "final").is_dir()

@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 import torch
 import yaml
-from agents_common import DIGITS_ENV
+from agents_common import DIGITS_ENV, MATH
 
 from llmgym import error
 from llmgym.agents.expert_iteration import ExpertIterationConfig, search_demonstrations
@@ -180,3 +180,21 @@ def test_grpo_with_tree_search_trains_on_sibling_groups(tiny_dir: str, tmp_path:
     ):
         with pytest.raises(error.Error, match=words):
             GRPOConfig(model=tiny_dir, env_id=DIGITS_ENV, **bad)
+
+
+@pytest.mark.timeout(300)
+def test_tree_search_feeds_the_scheduler_and_the_monitor(tiny_dir: str, tmp_path: Path) -> None:
+    """The searched samples reach the task scheduler (by their task) and the live monitor, as
+    sampled groups do: without them the scheduler would never learn and no alert could fire."""
+    cfg = GRPOConfig(model=tiny_dir, env_id=MATH, env_kwargs={"families": ["arith.add*"]},
+                     output_dir=str(tmp_path), total_steps=1, prompts_per_step=3, group_size=4,
+                     max_new_tokens=6, progress=False, tensorboard=False, micro_batch_size=8,
+                     tree_search="beam:1x4", scheduler={"strategy": "success_variance"})  # fmt: skip
+    trainer = GRPOTrainer(cfg)
+    try:
+        metrics = trainer.train_step()
+        arms = trainer.scheduler.arms
+        assert sum(a.total_episodes for a in arms.values()) == metrics["charts/episodes"] > 0
+        assert metrics["overall/episodes"] == metrics["charts/episodes"]
+    finally:
+        trainer.close()
