@@ -448,16 +448,19 @@ def _observations(
 def _kl_observations(
     level: int, scalars: Mapping[str, Any], tokens: FamilyTokens
 ) -> dict[str, tuple[float, float]]:
-    """The run-wide ``kl`` (level 0), or each domain's or family's KL per trained token. An
-    infinite KL is judged (it is above any bound); a missing or NaN one is not."""
+    """The run-wide ``kl`` (level 0), or each domain's or family's KL per trained token. A
+    missing KL (none measured) is not judged; a NaN or infinite one is above any bound (a
+    diverged update is when the alert is needed most)."""
     if level == 0:
         value = scalars.get("kl")
-        kl = math.inf if value == math.inf else _number(value, math.nan)
-        return {} if math.isnan(kl) else {"kl": (kl, 1.0)}
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return {}
+        return {"kl": (float(value) if math.isfinite(value) else math.inf, 1.0)}
     out = {}
     for scope, sums in _scope_tokens(tokens).items():
-        if scope.count("/") == level and sums.kl is not None and not math.isnan(sums.kl):
-            out[scope] = (sums.kl / sums.tokens, 1.0)
+        if scope.count("/") == level and sums.kl is not None:
+            kl = sums.kl / sums.tokens
+            out[scope] = (kl if math.isfinite(kl) else math.inf, 1.0)
     return out
 
 

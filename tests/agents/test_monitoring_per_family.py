@@ -88,13 +88,14 @@ def test_a_run_without_kl_reports_entropy_only() -> None:
 
 
 def test_an_infinite_kl_fires_instead_of_hiding() -> None:
-    """A blown-up KL is above any bound (run-wide or in a family); NaN is not judged."""
+    """A blown-up KL (infinite or NaN) is above any bound, run-wide or in a family."""
     run_wide = Monitor([AlertRule("kl_above", bound=0.5, window=3)])
     assert [a.key for a in run_wide.observe(1, [], {"kl": math.inf})[1]] == ["kl"]
     family = Monitor([AlertRule("kl_above", bound=0.5, window=3, scope="family")])
     (alert,) = family.observe(1, [], {}, {("d", "f"): TokenSums(3.0, math.inf, 1.0)})[1]
     assert alert.key == "family/d/f"
-    assert family.observe(2, [], {}, {("d", "g"): TokenSums(3.0, math.nan, 1.0)})[1] == []
+    (alert,) = family.observe(2, [], {}, {("d", "g"): TokenSums(3.0, math.nan, 1.0)})[1]
+    assert alert.key == "family/d/g" and alert.value == math.inf
 
 
 def test_an_injected_kl_drift_in_one_family_fires_for_that_family_alone() -> None:

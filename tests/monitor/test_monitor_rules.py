@@ -183,7 +183,16 @@ def test_kl_above_its_bound() -> None:
     kls = [0.1, 0.2, 0.9, 0.9, 0.9, 0.1, 0.1]
     fired = [s for s, kl in enumerate(kls) if m.observe(s, [], {"kl": kl})[1]]
     assert fired == [2]  # (0.2 + 0.9) / 2 > 0.5
-    assert m.observe(99, [], {"kl": float("nan")})[1] == []  # no KL logged: nothing to judge
+    assert m.observe(98, [], {})[1] == []  # no KL logged: nothing to judge
+    assert m.observe(99, [], {"kl": "n/a"})[1] == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_diverged_kl_fires(bad: float) -> None:
+    m = Monitor([AlertRule("kl_above", bound=0.5, window=1)])
+    assert m.observe(1, [], {"kl": 0.1})[1] == []
+    (alert,) = m.observe(2, [], {"kl": bad})[1]
+    assert alert.rule == "kl_above" and alert.key == "kl" and "inf" in alert.message
 
 
 def test_state_round_trips_so_a_resumed_monitor_fires_as_an_uninterrupted_one() -> None:
