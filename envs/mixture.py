@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -311,6 +312,24 @@ class MixtureEnv(LLMEnv):
     def close(self) -> None:
         for m in self.members.values():
             m.env.close()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MixtureEnv:
+        """A copy with its own member envs. A caller that shares this env's task source through
+        ``memo`` (``llmgym.search`` clones an env so, sharing its catalogue and leaving out its
+        episode) gets the same for each member instead: this source also holds the member envs,
+        and a copy sharing them would step and close the original's episodes."""
+        if memo.get(id(self.source)) is self.source:
+            del memo[id(self.source)]
+            episode = self.episode
+            for m in self.members.values():
+                memo[id(m.env.source)] = m.env.source
+                if episode is not None and id(episode) in memo and m.env.episode is not None:
+                    memo[id(m.env.episode)] = memo[id(episode)]
+        twin = object.__new__(type(self))
+        memo[id(self)] = twin
+        for name, value in vars(self).items():
+            twin.__dict__[name] = copy.deepcopy(value, memo)
+        return twin
 
     # --- delegated hooks ------------------------------------------------------------------------------
 

@@ -299,11 +299,14 @@ def puct_child(
 
 class _Round:
     """The selections of one MCTS round, made before any is expanded: the virtual visits of
-    their paths and the samples planned per node."""
+    their paths, the samples planned per node, and the simulations done."""
 
     def __init__(self) -> None:
         self.virtual: Counter[int] = Counter()
         self.pending: Counter[int] = Counter()
+        self.simulations = 0
+        """Selections that expanded a node (one per new child at most) or backed up a finished
+        episode; a selection that ended on a node it could not grow did nothing."""
 
     def take(self, path: Sequence[Node], samples: int) -> None:
         self.virtual.update(n.id for n in path)
@@ -348,7 +351,8 @@ def mcts(
     ``batch`` simulations are selected together (each counting the others' paths as visits of
     value 0, a virtual loss) and their expansions sampled in one policy call, their rollouts one
     call per turn; ``batch=1`` is the one-at-a-time search. ``simulations`` caps the simulations
-    (default: until the budget is spent).
+    (default: until the budget is spent); a simulation is a selection that expanded a node or
+    backed up a finished episode (a round's selection that found nothing to grow is not one).
     A node stops widening once its children cover all but ``min_unseen`` of the policy's
     probability (:func:`unseen_mass`): sampling it again would only repeat known messages.
     Q is ``value="max"``: the best value backed up through a child (the env is deterministic
@@ -401,6 +405,7 @@ def mcts(
             path = [*path, node]
         else:
             backup(tree, path)  # a finished episode reached again: its value, one visit more
+            rnd.simulations += 1
         rnd.take(path, 0)
         return []
 
@@ -417,28 +422,32 @@ def mcts(
         fresh = [kid for leaf in leaves for kid in grown[leaf.id]]
         for kid, chain in zip(fresh, estimate(fresh), strict=True):
             backup(tree, tree.path(kid) + chain, 0.0 if chain else kid.estimate or 0.0)
+        credit = {leaf_id: len(kids) for leaf_id, kids in grown.items()}
         again = []
         for path in selected:
-            if not grown[path[-1].id]:
+            if credit[path[-1].id]:  # this selection's samples gave a new child
+                credit[path[-1].id] -= 1
+                rnd.simulations += 1
+            elif not grown[path[-1].id]:
                 rnd.release(path)
                 again.append(descend(path, rnd, skip_first=True))
         return [path for path in again if path]
 
-    def play_round(width: int) -> None:
-        """``width`` selections, then their expansions together."""
+    def play_round(width: int) -> int:
+        """``width`` selections, then their expansions together; the simulations done."""
         rnd = _Round()
         selected = [descend([tree.root], rnd, skip_first=False) for _ in range(width)]
         selected = [path for path in selected if path]
         while selected:
             selected = expand_planned(selected, rnd)
+        return rnd.simulations
 
     def body() -> dict[str, Any]:
         done = idle = 0
         while tree.room(1) and (simulations is None or done < simulations):
             width = batch if simulations is None else min(batch, simulations - done)
             spent = tree.calls
-            play_round(width)
-            done += width
+            done += play_round(width)
             idle = idle + width if tree.calls == spent else 0
             if idle > IDLE_SIMULATIONS + len(tree.nodes):
                 break  # every node is finished or covered: more calls would only repeat

@@ -8,8 +8,9 @@ order, so a search builds the same tree whatever the number of workers.
 
 A clone is a deep copy of the env that shares its task source (exact, when the env can be
 copied), else the env made again from its registry spec (``gym.make(env.spec)``: an env holding a
-lock or a sandbox); it is kept only if it restores a snapshot of the env exactly. When no clone
-can be made, the steps run one after another in the search's env.
+lock or a sandbox); it is kept only if it restores a snapshot exactly and moving it leaves the
+env's snapshot unchanged (a clone shares no episode state). When no clone can be made, the steps
+run one after another in the search's env.
 
 What it is not: a vector env (clones are stepped from snapshots, not episodes of their own) nor a
 process pool: a step that only computes in Python holds the GIL and gains nothing from threads.
@@ -59,12 +60,17 @@ def _frozen(state: Any) -> str:
 
 def _copied(env: Any) -> Any:
     """A deep copy that shares the env's task source (a read-only catalogue, possibly a large
-    dataset, whose caches have their own locks) and leaves the current episode to ``set_state``
-    (it may hold a live resource such as a database connection)."""
-    shared = [
-        x for x in (getattr(env, "source", None), getattr(env, "episode", None)) if x is not None
-    ]
-    return copy.deepcopy(env, {id(x): x for x in shared})
+    dataset, whose caches have their own locks) and has no episode until ``set_state`` (the
+    episode may hold a live resource such as a database connection, which the copy must neither
+    share nor close). An env whose source holds more than a catalogue copies it in its own
+    ``__deepcopy__`` (``llm/Mixture-v0``: the member envs)."""
+    memo: dict[int, Any] = {}
+    source, episode = getattr(env, "source", None), getattr(env, "episode", None)
+    if source is not None:
+        memo[id(source)] = source
+    if episode is not None:
+        memo[id(episode)] = None
+    return copy.deepcopy(env, memo)
 
 
 def _remade(env: Any) -> Any:
@@ -74,23 +80,70 @@ def _remade(env: Any) -> Any:
     return gym.make(spec).unwrapped
 
 
-def clone_env(env: Any) -> Any | None:
-    """A copy of ``env`` that restores ``env``'s current snapshot exactly, or None."""
-    state = env.get_state()
+def clone_env(
+    env: Any, state: Mapping[str, Any] | None = None, *, probe: bool = True
+) -> Any | None:
+    """A copy of ``env`` that restores ``state`` (default: ``env``'s current snapshot) exactly and
+    steps apart from ``env``, or None.
+
+    Apart: with ``probe``, moving the copy to another state (:func:`_move`, one env step) must
+    leave ``env``'s snapshot as it was, so that an env whose parts a copy shares (a catalogue
+    that also holds envs) is stepped one at a time rather than wrongly in threads. A copy that
+    shares a part is dropped without closing it: closing it would close what ``env`` still uses.
+    A :class:`Stepper` probes its first clone only: the others are made the same way."""
+    own = env.get_state()
+    state = own if state is None else state
     for make in (_copied, _remade):
         try:
             twin = make(env)
         except Exception as e:  # noqa: BLE001 - an env that cannot be copied this way
             logger.debug("search: cannot clone %s by %s: %s", type(env).__name__, make, e)
             continue
-        try:
-            twin.set_state(state)
-            if _frozen(twin.get_state()) == _frozen(state):
-                return twin
-        except Exception as e:  # noqa: BLE001 - a clone that does not restore is not used
-            logger.debug("search: a clone of %s does not restore: %s", type(env).__name__, e)
-        close_quietly(twin)
+        verdict = _verdict(env, own, twin, state, probe)
+        if verdict == "apart":
+            return twin
+        if verdict == "shares":
+            env.set_state(own)
+            logger.info(
+                "search: a copy of %s shares its episode state; not used", type(env).__name__
+            )
+        else:
+            close_quietly(twin)
     return None
+
+
+def _move(env: Any) -> None:
+    """Put ``env`` in another state than its snapshot: one step of an empty message, or a new
+    episode where that step fails (an ended episode)."""
+    try:
+        env.step("")
+    except Exception:  # noqa: BLE001 - any failure: the new episode moves it as well
+        env.reset(seed=0)
+
+
+def _verdict(
+    env: Any, own: Mapping[str, Any], twin: Any, state: Mapping[str, Any], probe: bool
+) -> str:
+    """``"shares"`` when moving ``twin`` (with ``probe``) moved ``env`` off ``own``; else
+    ``"apart"`` when ``twin`` restores ``state`` exactly, ``"fails"`` when it does not."""
+    try:
+        twin.set_state(state)
+        if probe:
+            _move(twin)
+        ready = True
+    except Exception as e:  # noqa: BLE001 - a clone that does not restore is not used
+        logger.debug("search: a clone of %s does not restore: %s", type(env).__name__, e)
+        ready = False
+    try:
+        if _frozen(env.get_state()) != _frozen(own):
+            return "shares"
+        if not ready:
+            return "fails"
+        twin.set_state(state)
+        return "apart" if _frozen(twin.get_state()) == _frozen(state) else "fails"
+    except Exception as e:  # noqa: BLE001
+        logger.debug("search: a clone of %s does not restore: %s", type(env).__name__, e)
+        return "fails"
 
 
 def close_quietly(env: Any) -> None:
@@ -122,7 +175,8 @@ class Stepper:
     def step_all(self, jobs: Sequence[Job]) -> list[Stepped | Exception]:
         """Each job's outcome, in order: the step, or the exception it raised. With one env the
         steps run in order and stop at the first failure (the list is then shorter)."""
-        self._grow(min(self.workers, len(jobs)))
+        if len(jobs) > 1:  # a job's snapshot: a state the search steps from, not an ended one
+            self._grow(min(self.workers, len(jobs)), jobs[0][0])
         width = min(len(self.envs), len(jobs))
         if width <= 1:
             return self._in_order(jobs)
@@ -158,9 +212,9 @@ class Stepper:
         finally:
             free.put(env)
 
-    def _grow(self, wanted: int) -> None:
+    def _grow(self, wanted: int, state: Mapping[str, Any]) -> None:
         while self.can_clone and len(self.envs) < wanted:
-            twin = clone_env(self.envs[0])
+            twin = clone_env(self.envs[0], state, probe=self.clones == 0)
             if twin is None:
                 self.can_clone = False
                 logger.info(

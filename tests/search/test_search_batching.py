@@ -23,7 +23,7 @@ from llmgym import error
 from llmgym.policies import Policy, Request, Response
 from llmgym.search import Budget, SearchError, beam_search, best_of_n, mcts, search
 from llmgym.search.methods import puct_child
-from llmgym.search.stepper import Stepper, clone_env
+from llmgym.search.stepper import Stepped, Stepper, clone_env, step_from
 from llmgym.search.tree import Tree
 
 SPECS = ["best_of_n:8", "beam:3x4", "mcts:60"]
@@ -97,6 +97,32 @@ class Counted(LetterTreeEnv):
     def close(self) -> None:
         type(self).closed += 1
         super().close()
+
+
+class SpellsInItsSource(LetterTreeEnv):
+    """Keeps the word spelt in its task source too (as the mixture kept its member envs there):
+    a copy that shares the source spells into the original's word."""
+
+    closed = 0
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.source.pad = {"word": ""}  # type: ignore[attr-defined]
+
+    def respond(self, episode: Any, message: dict[str, Any]) -> Any:
+        turn = super().respond(episode, message)
+        self.source.pad["word"] = episode.extra["word"]  # type: ignore[attr-defined]
+        return turn
+
+    def get_state(self) -> dict[str, Any]:
+        return {**super().get_state(), "pad": dict(self.source.pad)}  # type: ignore[attr-defined]
+
+    def set_state(self, state: Any) -> None:
+        super().set_state(state)
+        self.source.pad["word"] = state["pad"]["word"]  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        type(self).closed += 1
 
 
 class BatchSizes(LetterPolicy):
@@ -226,6 +252,93 @@ def test_every_env_id_builds_the_same_tree_on_clones(env_id: str) -> None:
     )
 
 
+def test_a_copy_sharing_episode_state_is_not_used_nor_closed() -> None:
+    env = fresh(SpellsInItsSource)
+    env.step("c")
+    own = env.get_state()
+    SpellsInItsSource.closed = 0
+    assert clone_env(env) is None  # moving the copy moved the original's word
+    assert env.get_state() == own and SpellsInItsSource.closed == 0
+    env.set_state(fresh(SpellsInItsSource).get_state())
+    result = best_of_n(env, LetterPolicy(1), n=6, env_workers=8)
+    assert result.stats["env_clones"] == 0
+    assert comparable(result) == comparable(
+        best_of_n(fresh(SpellsInItsSource), LetterPolicy(1), n=6, env_workers=1)
+    )
+
+
+def _different_snapshots(env: Any, n: int = 16) -> list[dict[str, Any]]:
+    """Snapshots of ``n`` resets, every other one a step on where the episode goes on."""
+    out = []
+    for seed in range(n):
+        env.reset(seed=seed)
+        if seed % 2:
+            env.step("I am not sure.")
+            if env.unwrapped.episode is not None and env.unwrapped.episode.done:
+                env.reset(seed=seed)
+        out.append(env.get_state())
+    return out
+
+
+def _outcome(out: Stepped | Exception) -> str:
+    if isinstance(out, Exception):
+        return repr(out)
+    return json.dumps([out.reward, out.terminated, out.truncated, out.state], default=repr)
+
+
+MIXTURES = {
+    "math+instruct": {"envs": ["llm/Math-v0", "llm/Instruct-v0"]},
+    "joint": "mixture_kwargs",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env_id", [*llmgym.list_envs(), *MIXTURES])
+def test_every_env_steps_different_snapshots_on_clones_as_one_by_one(env_id: str) -> None:
+    if env_id in MIXTURES:
+        kwargs = MIXTURES[env_id]
+        if kwargs == "mixture_kwargs":
+            from llmgym.agents.joint import mixture_kwargs
+
+            kwargs = mixture_kwargs()
+        env = gym.make("llm/Mixture-v0", **kwargs).unwrapped
+    else:
+        env = gym.make(env_id).unwrapped
+    try:
+        states = _different_snapshots(env)
+        actions = []
+        for i, state in enumerate(states):
+            env.set_state(state)
+            actions.append(env.oracle_action() if i % 4 < 2 else f"\\boxed{{{i}}}")
+        jobs = list(zip(states, actions, strict=True))
+        alone = []
+        for state, action in jobs:
+            try:
+                alone.append(_outcome(step_from(env, state, action)))
+            except Exception as e:  # noqa: BLE001 - a failure is an outcome to compare
+                alone.append(repr(e))
+        twin = clone_env(env)
+        assert twin is not None
+        own = json.dumps(env.get_state(), sort_keys=True, default=repr)
+        for state in states:  # a state set on the clone is not the original's
+            twin.set_state(state)
+            assert json.dumps(env.get_state(), sort_keys=True, default=repr) == own
+        twin.close()
+        stepper = Stepper(env, 8)
+        together = [_outcome(out) for out in stepper.step_all(jobs)]
+        assert stepper.clones == 7
+        env.set_state(states[-1])
+        stepper.close()
+        assert json.dumps(env.get_state(), sort_keys=True, default=repr) == json.dumps(
+            states[-1], sort_keys=True, default=repr
+        )
+        assert together == alone
+        env.step(actions[-1])  # still usable: the clones closed only what they own
+    finally:
+        env.close()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_batched_mcts_on_the_sandbox_env_builds_the_same_tree_on_clones() -> None:
@@ -277,10 +390,25 @@ def test_batched_mcts_never_exceeds_its_budgets(calls: int, batch: int) -> None:
     assert tokens.stats["tokens"] <= calls
 
 
-@pytest.mark.parametrize("batch", [2, 16])
+@pytest.mark.parametrize("batch", [1, 2, 16])
 def test_batched_mcts_caps_its_simulations(batch: int) -> None:
-    result = mcts(fresh(), LetterPolicy(0), calls=500, batch=batch, simulations=5)
+    result = mcts(fresh(), LetterPolicy(0), calls=500, batch=batch, simulations=5, rollouts=False)
     assert result.stats["simulations"] == 5
+    assert len(result.nodes) == 6  # each simulation expanded a node by one new child
+
+
+@pytest.mark.parametrize("rollouts", [True, False])
+@pytest.mark.parametrize("batch", [1, 4, 8, 16])
+def test_mcts_counts_only_the_selections_that_expanded_or_backed_up(
+    batch: int, rollouts: bool
+) -> None:
+    """A simulation adds one new child or backs up one finished episode (expand=1), one visit of
+    the root each; the round's selections that found nothing to grow are not simulations."""
+    for seed in range(3):
+        result = mcts(fresh(), LetterPolicy(seed), calls=60, batch=batch, rollouts=rollouts)
+        assert result.stats["simulations"] == result.nodes[0].visits
+    wider = mcts(fresh(), LetterPolicy(0), calls=60, batch=batch, rollouts=rollouts, expand=2)
+    assert 0 < wider.stats["simulations"] <= wider.nodes[0].visits
 
 
 @pytest.mark.timeout(120)
