@@ -4,15 +4,15 @@ policy-call budget, with the batching of issue 20 off ("before") and on ("after"
 - before: ``env_workers=1`` (env steps one at a time in the search's env) and MCTS ``batch=1``
   (one simulation, so mostly one sampled message, per policy call): the search as it was.
 - after: the defaults (a policy call's new children stepped together on up to 8 env clones; MCTS
-  selecting 8 simulations per round, their expansions in one policy call and their rollouts one
+  making 8 selections per round, their expansions in one policy call and their rollouts one
   call per turn).
 
 Two settings: ``chain``, Math-v0 in ``subtask_mode="sequential"`` on tasks of three single-digit
 sums asked one per turn, with the demo's tiny model after SFT (``llmgym.agents.demo.prepare``,
 or ``--model``) at temperature 0.7 and 32 new tokens; ``coding``, CodingMultiTurn-v0 (four turns,
 each attempt run in the sandbox against the tests) with a seeded policy that plays the reference
-solution with probability 0.1 and a wrong program otherwise. Budgets split as in
-``benchmarks/search.py``: best-of-N plays budget / turns episodes, beam keeps budget / (4 x turns)
+solution with probability 0.1 and a wrong program otherwise. Budgets split (the shape
+``benchmarks/search.py`` used before it let beam spend its budget): best-of-N plays budget / turns episodes, beam keeps budget / (4 x turns)
 nodes expanded up to 4 ways, MCTS spends the budget. Each cell is the mean over ``--tasks``
 tasks; ``gen`` is the number of ``generate`` calls (policy round trips) per episode.
 
