@@ -235,11 +235,13 @@ class GRPOTrainer:
 
     # --- one step: tasks -> rollouts -> advantages -> update -------------------------------------
 
-    def _tree_rollouts(self, tasks: list[Any]) -> tuple[list[Any], list[float], list[Any]]:
+    def _tree_rollouts(
+        self, tasks: list[Any]
+    ) -> tuple[list[Any], list[float], list[Any], list[list[Any]]]:
         """Tree-GRPO: search each task; siblings that share a prefix are the groups. Returns the
-        samples, their advantages and their episode summaries."""
+        samples, their advantages, their summaries, and each task's played episodes."""
         from llmgym.agents.hf import HFPolicy, stop_ids_of
-        from llmgym.agents.tree_grpo import tree_rollouts
+        from llmgym.agents.tree_grpo import search_episodes, tree_rollouts
 
         cfg = self.cfg
         assert cfg.tree_search is not None
@@ -252,7 +254,7 @@ class GRPOTrainer:
             max_new_tokens=cfg.max_new_tokens,
         )
         resets = [{"seed": t.seed, "options": t.options()} for t in tasks]
-        trajs, advantages, _ = tree_rollouts(
+        trajs, advantages, results = tree_rollouts(
             self.envs[0],
             policy,
             self.tokenizer,
@@ -261,7 +263,10 @@ class GRPOTrainer:
             stop_ids=stop_ids_of(self.tokenizer),
             seed=cfg.seed + self.step,
         )
-        return trajs, advantages, [t.summary() for t in trajs]
+        played = [
+            search_episodes(r, t.task_id, t.domain) for r, t in zip(results, tasks, strict=True)
+        ]
+        return trajs, advantages, [t.summary() for t in trajs], played
 
     def train_step(self) -> dict[str, float]:
         """One GRPO step; returns its metrics (identical on every process)."""
@@ -296,15 +301,18 @@ class GRPOTrainer:
             )
             drawn += tasks
             if cfg.tree_search is not None:
-                kept_trajs, kept_adv, local = self._tree_rollouts(tasks)
+                kept_trajs, kept_adv, local, played = self._tree_rollouts(tasks)
                 kept_keys = [family_key(t) for t in kept_trajs]
                 all_summaries += local
-                watched += episodes_of(kept_trajs, local, 1)  # each sample names its family
-                by_task = [
-                    [i for i, t in enumerate(kept_trajs) if t.task_id == task.task_id]
-                    for task in tasks
-                ]
-                self._update_scheduler(tasks, local, kept_adv, by_task)
+                # the scheduler and the monitor count the whole episodes each search played
+                flat = [e for task_eps in played for e in task_eps]
+                owners = [task for task, eps in zip(tasks, played, strict=True) for _ in eps]
+                watched += episodes_of(owners, flat, 1)
+                rows, start_row = [], 0
+                for eps in played:
+                    rows.append(range(start_row, start_row + len(eps)))
+                    start_row += len(eps)
+                self._update_scheduler(tasks, flat, None, rows)
                 kept_groups = cfg.prompts_per_step if kept_trajs else 0
                 break
             mine = [tasks[(start + j) // cfg.group_size] for j in range(self.local_n)]
@@ -421,7 +429,7 @@ class GRPOTrainer:
             self.scheduler.update(
                 task.arm,
                 [summaries[j].is_success for j in rows],
-                advantages=[float(advantages[j]) for j in rows],
+                advantages=[] if advantages is None else [float(advantages[j]) for j in rows],
                 step=self.step + 1,
                 question=task.question,
             )

@@ -62,7 +62,7 @@ def metric_names(arms: Sequence[str]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     taken: set[str] = set()
-    for arm in arms:
+    for arm in sorted(set(arms)):  # the same names whatever order the arms come in
         name, n = clean_name(arm), 1
         while name in taken:
             n += 1
@@ -167,8 +167,9 @@ class SchedulerConfig:
             f"strategy must be one of {STRATEGIES}, got {self.strategy!r}",
         )
         need(0 < self.ema <= 1, "ema must be in (0, 1]; 0.3 adapts within a few steps")
+        need(0 < self.slow_ema <= 1, f"slow_ema must be in (0, 1], got {self.slow_ema}")
         need(
-            self.strategy != "learning_progress" or 0 < self.slow_ema < self.ema,
+            self.strategy != "learning_progress" or self.slow_ema < self.ema,
             f"learning_progress needs 0 < slow_ema < ema (the slow average is the slower one), "
             f"got slow_ema {self.slow_ema} and ema {self.ema}",
         )

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmgym.agents.hf import render_prompt
-from llmgym.agents.rollout import Trajectory
+from llmgym.agents.rollout import EpisodeSummary, Trajectory
 from llmgym.search import SearchResult, search
 
 
@@ -75,6 +75,40 @@ def node_trajectory(
     )
 
 
+def stamp(sample: Trajectory, info: dict[str, Any]) -> None:
+    """Name ``sample``'s task as the env's reset named it (id, domain, family, difficulty)."""
+    sample.task_id = str(info.get("task_id", sample.task_id))
+    sample.domain = str(info.get("domain", sample.domain) or sample.domain)
+    sample.family = str(info.get("family", sample.family) or sample.family)
+    sample.difficulty = float(info.get("difficulty", sample.difficulty) or 0.0)
+
+
+def search_episodes(result: SearchResult, task_id: str, domain: str) -> list[EpisodeSummary]:
+    """The whole episodes a search played (its terminal nodes), each with its return and
+    success: what the task scheduler and the live monitor count (an intermediate node is not an
+    episode, and a node's own reward is one step's)."""
+    out = []
+    for node in result.nodes:
+        if not node.terminal:
+            continue
+        path = result.path(node)[1:]
+        out.append(
+            EpisodeSummary(
+                task_id=task_id,
+                domain=domain,
+                reward=float(node.ret),
+                is_success=bool(node.success),
+                completion_tokens=sum(int(n.tokens) for n in path),
+                num_turns=len(path),
+                completion_truncated=False,
+                truncated=False,
+                env_error=None,
+                exec_statuses=[],
+            )
+        )
+    return out
+
+
 def tree_rollouts(
     env: Any,
     policy: Any,
@@ -106,6 +140,8 @@ def tree_rollouts(
             kept = [(s, v) for s, v in zip(samples, group_values(group), strict=True) if s]
             if len(kept) < 2:
                 continue
+            for sample, _ in kept:  # the task as drawn (a mixture's snapshot names no task)
+                stamp(sample, info)
             values = torch.tensor([v for _, v in kept], dtype=torch.float32)
             adv = group_advantages(values, len(kept), "group")
             trajs += [s for s, _ in kept]

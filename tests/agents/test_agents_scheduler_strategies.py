@@ -11,7 +11,13 @@ from agents_common import MATH
 import llmgym
 from llmgym.agents import scheduler as scheduler_mod
 from llmgym.agents.rollout import draw_tasks
-from llmgym.agents.scheduler import STRATEGIES, SchedulerConfig, TaskScheduler, question_key
+from llmgym.agents.scheduler import (
+    STRATEGIES,
+    SchedulerConfig,
+    TaskScheduler,
+    metric_names,
+    question_key,
+)
 
 FLAT = {"curriculum": False, "min_episodes": 10_000, "floor": 0.0}
 
@@ -275,3 +281,6 @@ def test_metric_keys_carry_clean_distinct_arm_names() -> None:
         parts = key.split("/")
         assert len(parts) in (2, 3) and ".." not in parts and "<" not in key and " " not in key
     assert {f"scheduler/{names[a]}/weight" for a in arms} <= set(s.metrics())
+    assert metric_names(arms[::-1]) == metric_names(arms) == names  # order does not matter
+    with pytest.raises(llmgym.error.Error, match="slow_ema must be in"):
+        SchedulerConfig(strategy="success_variance", slow_ema=5.0)

@@ -183,18 +183,44 @@ def test_grpo_with_tree_search_trains_on_sibling_groups(tiny_dir: str, tmp_path:
 
 
 @pytest.mark.timeout(300)
-def test_tree_search_feeds_the_scheduler_and_the_monitor(tiny_dir: str, tmp_path: Path) -> None:
-    """The searched samples reach the task scheduler (by their task) and the live monitor, as
-    sampled groups do: without them the scheduler would never learn and no alert could fire."""
-    cfg = GRPOConfig(model=tiny_dir, env_id=MATH, env_kwargs={"families": ["arith.add*"]},
-                     output_dir=str(tmp_path), total_steps=1, prompts_per_step=3, group_size=4,
-                     max_new_tokens=6, progress=False, tensorboard=False, micro_batch_size=8,
-                     tree_search="beam:1x4", scheduler={"strategy": "success_variance"})  # fmt: skip
+@pytest.mark.parametrize("where", ["math", "mixture", "chain"])
+def test_tree_search_feeds_the_scheduler_and_the_monitor(
+    tiny_dir: str, tmp_path: Path, where: str
+) -> None:
+    """The whole episodes each search played (its terminal nodes, with their returns) reach the
+    task scheduler, by the task drawn, and the live monitor under the task's family, as sampled
+    groups do; an intermediate node is not an episode. On a mixture too, whose snapshots name no
+    task, and on a multi-step env."""
+    from llmgym.agents.joint import mixture_kwargs
+
+    env_id, kwargs = {
+        "math": (MATH, {"families": ["arith.add*"]}),
+        "mixture": ("llm/Mixture-v0", mixture_kwargs()),
+        "chain": (MATH, {"families": ["arith.order_ops"], "subtask_mode": "sequential"}),
+    }[where]
+    cfg = GRPOConfig(model=tiny_dir, env_id=env_id, env_kwargs=kwargs, output_dir=str(tmp_path),
+                     total_steps=1, prompts_per_step=3, group_size=4, max_new_tokens=6,
+                     progress=False, tensorboard=False, micro_batch_size=8,
+                     tree_search="beam:2x2", scheduler={"strategy": "success_variance"})  # fmt: skip
     trainer = GRPOTrainer(cfg)
+    played: list[Any] = []
+    real = trainer._tree_rollouts
+
+    def spy(tasks: list[Any]) -> Any:
+        out = real(tasks)
+        played.extend(out[3])
+        return out
+
+    trainer._tree_rollouts = spy  # type: ignore[method-assign]
     try:
         metrics = trainer.train_step()
-        arms = trainer.scheduler.arms
-        assert sum(a.total_episodes for a in arms.values()) == metrics["charts/episodes"] > 0
-        assert metrics["overall/episodes"] == metrics["charts/episodes"]
+        episodes = sum(len(eps) for eps in played)
+        assert episodes > 0 and all(len(eps) <= 4 for eps in played)  # beam 2x2: <= 4 leaves
+        assert sum(a.total_episodes for a in trainer.scheduler.arms.values()) == episodes
+        assert metrics["overall/episodes"] == episodes
+        families = {k.split("/")[2] for k in metrics if k.startswith("family/")}
+        assert families and "unknown" not in families and "" not in families
+        if where == "chain":  # an episode's reward is its return over the steps
+            assert any(e.num_turns > 1 for eps in played for e in eps)
     finally:
         trainer.close()
