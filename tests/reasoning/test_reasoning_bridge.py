@@ -211,3 +211,55 @@ def test_the_same_seed_gives_the_same_task_and_options_pick_family_and_difficult
     with pytest.raises(gym.error.Error, match="did you mean 'gcd'"):
         gym.make("llm/ReasoningGym-v0", families=["gdc"])
     a.close(), b.close()
+
+
+class BandedLibrary:
+    """A library that cannot generate any item in a band of levels (as reasoning-gym 0.1.25's
+    ``modulo_grid`` between levels 0.1 and 0.3, where its curriculum asks for ``max_target=0``)."""
+
+    NAME = "banded"
+
+    def __init__(self, bad: tuple[float, float]):
+        self.bad = bad
+        self.asked: list[float] = []
+
+    def entry(self, dataset: str, level: float, seed: int) -> dict[str, Any]:
+        self.asked.append(level)
+        if self.bad[0] <= level <= self.bad[1]:
+            raise AssertionError("max_target must be greater than 0")
+        return {"question": f"{dataset} at {level} ({seed})?", "answer": str(seed % 7)}
+
+
+def test_a_level_the_library_cannot_generate_falls_to_the_nearest_easier_one() -> None:
+    from llmgym.envs.reasoning.bridge.source import LibraryFamily, LibrarySource
+
+    fam = LibraryFamily("grid", "a grid")
+    lib = BandedLibrary((0.1, 0.3))
+    source = LibrarySource([fam], lib, domain="test")
+    task = source.build("grid", 0.25, 3)
+    assert task.metadata["level_asked"] == 0.25 and task.metadata["level"] == 0.05
+    assert f"at {task.metadata['level']}" in task.prompt
+    again = LibrarySource([fam], BandedLibrary((0.1, 0.3)), domain="test").build("grid", 0.25, 3)
+    assert again.prompt == task.prompt and again.answer == task.answer  # a function of its id
+    ok = source.build("grid", 0.5, 3)
+    assert ok.metadata["level"] == ok.metadata["level_asked"] == 0.5
+    top = LibrarySource([fam], BandedLibrary((0.0, 0.9)), domain="test").build("grid", 0.5, 1)
+    assert top.metadata["level"] == 0.95  # nothing easier works: the nearest harder level
+
+
+def test_a_family_the_library_cannot_generate_at_all_is_a_clear_error() -> None:
+    from llmgym.envs.reasoning.bridge.source import LibraryFamily, LibrarySource
+
+    source = LibrarySource([LibraryFamily("grid", "a grid")], BandedLibrary((0.0, 1.0)), domain="t")
+    with pytest.raises(llmgym.error.InvalidTask, match="could not generate 'grid'"):
+        source.build("grid", 0.5, 0)
+
+
+@pytest.mark.parametrize("difficulty", [0.2, 0.24, 0.28])
+def test_modulo_grid_generates_across_its_broken_band(difficulty: float) -> None:
+    env = gym.make("llm/ReasoningGym-v0", family="modulo_grid")
+    _, info = env.reset(seed=2770, options={"difficulty": difficulty})
+    task = env.unwrapped.episode.task
+    assert info["difficulty"] == difficulty and task.metadata["level"] <= 0.1
+    assert task.metadata["level_asked"] == difficulty
+    env.close()

@@ -26,6 +26,10 @@ CACHE_SIZE = 512
 foreign task each rebuild the same item, and some library generators take a second."""
 
 
+LEVEL_STEP = 0.05
+"""Difficulty between the levels tried when the library cannot generate a level at all."""
+
+
 @dataclass(frozen=True)
 class LibraryFamily:
     """One catalogue line: a library dataset bridged as the llmgym family of the same name.
@@ -82,8 +86,8 @@ class LibrarySource(ProceduralSource):
 
     def _generator(self, fam: LibraryFamily) -> Any:
         def generate(rng: random.Random, difficulty: float) -> Task:
-            level = fam.level(difficulty)
-            seed, item = self._first_item(fam.name, level, rng)
+            asked = fam.level(difficulty)
+            seed, item, level = self._item_near(fam, difficulty, rng)
             return draft(
                 item["question"],
                 item["answer"],
@@ -92,10 +96,35 @@ class LibrarySource(ProceduralSource):
                     "dataset": fam.name,
                     "seed": seed,
                     "level": level,
+                    "level_asked": asked,
                 },
             )
 
         return generate
+
+    def _item_near(
+        self, fam: LibraryFamily, difficulty: float, rng: random.Random
+    ) -> tuple[int, dict[str, Any], float]:
+        """The item at ``difficulty``'s level, or, where the library cannot generate that level
+        at all (a band of a curriculum whose configuration is invalid in the pinned version:
+        reasoning-gym 0.1.25's ``modulo_grid`` asks for ``max_target=0`` between levels 0.1 and
+        0.3), at the nearest easier level that it can, then the nearest harder one, in steps of
+        ``LEVEL_STEP`` of difficulty. Deterministic: the same ``rng`` draws every try."""
+        easier = [difficulty - k * LEVEL_STEP for k in range(1, int(difficulty / LEVEL_STEP) + 1)]
+        harder = [
+            difficulty + k * LEVEL_STEP for k in range(1, int((1 - difficulty) / LEVEL_STEP) + 1)
+        ]
+        first: error.InvalidTask | None = None
+        for d in [difficulty, *easier, 0.0, *harder, 1.0]:
+            level = fam.level(min(max(d, 0.0), 1.0))
+            try:
+                seed, item = self._first_item(fam.name, level, rng)
+            except error.InvalidTask as e:
+                first = first or e
+                continue
+            return seed, item, level
+        assert first is not None
+        raise first
 
     def _first_item(
         self, dataset: str, level: float, rng: random.Random
