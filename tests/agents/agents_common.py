@@ -9,6 +9,7 @@ import random
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,18 @@ def launch_two_processes(
         "-m", module, "--config", str(config),
     ]  # fmt: skip
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_identity(record: Mapping[str, Any], metric: str, depth: int) -> None:
+    """The token-weighted mean of a step record's scopes at ``depth`` (1: domains, 2: families)
+    is the run-wide ``metric`` (KL or entropy per trained token)."""
+    import pytest
+
+    scopes = {k.rsplit("/", 1)[0] for k in record if k.endswith(f"/{metric}")}
+    scopes = {s for s in scopes if s.count("/") == depth}
+    assert scopes, f"no {metric} scopes at depth {depth}"
+    tokens = sum(record[f"{s}/trained_tokens"] for s in scopes)
+    weighted = sum(record[f"{s}/{metric}"] * record[f"{s}/trained_tokens"] for s in scopes)
+    assert tokens == pytest.approx(record["charts/trained_tokens"])
+    assert weighted / tokens == pytest.approx(record[metric], rel=1e-5, abs=1e-9)
+    assert record[f"overall/{metric}"] == pytest.approx(record[metric], rel=1e-5, abs=1e-9)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from agents_common import launch_two_processes, write_length_spec
+from agents_common import assert_identity, launch_two_processes, write_length_spec
 
 import llmgym
 from llmgym.agents.grpo import GRPOConfig, GRPOTrainer
@@ -166,19 +166,6 @@ def _train(tiny_dir: str, out: Path, steps: int = 3, **kw: Any) -> list[dict[str
     finally:
         trainer.close()
     return read_metrics(out)
-
-
-def assert_identity(record: Mapping[str, Any], metric: str, depth: int) -> None:
-    """The token-weighted mean of the scopes at ``depth`` (1: domains, 2: families) is the
-    run-wide figure."""
-    scopes = {k.rsplit("/", 1)[0] for k in record if k.endswith(f"/{metric}")}
-    scopes = {s for s in scopes if s.count("/") == depth}
-    assert scopes, f"no {metric} scopes at depth {depth}"
-    tokens = sum(record[f"{s}/trained_tokens"] for s in scopes)
-    weighted = sum(record[f"{s}/{metric}"] * record[f"{s}/trained_tokens"] for s in scopes)
-    assert tokens == record["charts/trained_tokens"]
-    assert weighted / tokens == pytest.approx(record[metric], rel=1e-5, abs=1e-9)
-    assert record[f"overall/{metric}"] == pytest.approx(record[metric], rel=1e-5, abs=1e-9)
 
 
 @pytest.mark.timeout(300)

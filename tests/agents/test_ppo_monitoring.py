@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from agents_common import launch_two_processes, write_length_spec
+from agents_common import assert_identity, launch_two_processes, write_length_spec
 
 import llmgym
 from llmgym.agents.config import ConfigError
@@ -123,19 +123,6 @@ def test_alerts_come_from_the_yaml_config_as_in_grpo(tiny_dir: str, tmp_path: Pa
 
 
 # --- the per-family identity, in real runs ---------------------------------------------------------
-
-
-def assert_identity(record: Mapping[str, Any], metric: str, depth: int) -> None:
-    """The token-weighted mean of the scopes at ``depth`` (1: domains, 2: families) is the
-    run-wide figure."""
-    scopes = {k.rsplit("/", 1)[0] for k in record if k.endswith(f"/{metric}")}
-    scopes = {s for s in scopes if s.count("/") == depth}
-    assert scopes, f"no {metric} scopes at depth {depth}"
-    tokens = sum(record[f"{s}/trained_tokens"] for s in scopes)
-    weighted = sum(record[f"{s}/{metric}"] * record[f"{s}/trained_tokens"] for s in scopes)
-    assert tokens == pytest.approx(record["charts/trained_tokens"])
-    assert weighted / tokens == pytest.approx(record[metric], rel=1e-5, abs=1e-9)
-    assert record[f"overall/{metric}"] == pytest.approx(record[metric], rel=1e-5, abs=1e-9)
 
 
 @pytest.mark.timeout(300)
