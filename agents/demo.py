@@ -218,10 +218,29 @@ def held_out_success(model_dir: str | Path, episodes: int) -> float:
     ).success_rate
 
 
+def tiny_llama(
+    sizes: Any, docs: Sequence[str], demos: Sequence[dict[str, Any]], output_dir: str | Path
+) -> tuple[Any, Any]:
+    """The demo's tiny Llama (4 heads, a 4x MLP; ``sizes`` gives ``hidden_size``,
+    ``num_layers``, ``vocab_size`` and ``seed``) and a BPE tokenizer trained on ``docs`` and the
+    demos' messages, saved to ``output_dir``."""
+    from llmgym.agents.tiny import TinyConfig, build_tiny
+
+    tiny = TinyConfig(
+        hidden_size=sizes.hidden_size,
+        num_layers=sizes.num_layers,
+        num_heads=4,
+        intermediate_size=4 * sizes.hidden_size,
+        vocab_size=sizes.vocab_size,
+        seed=sizes.seed,
+    )
+    corpus = [*docs, *(m["content"] for r in demos for m in r["messages"])]
+    return build_tiny(tiny, corpus=corpus, output_dir=output_dir)
+
+
 def prepare(cfg: DemoConfig, *, log: Any = print) -> dict[str, Any]:
     """Stages 0-2: build the tiny model, pretrain it, SFT it; the SFT model is ``<out>/sft/final``."""
     from llmgym.agents.sft import SFTConfig, SFTTrainer, write_jsonl
-    from llmgym.agents.tiny import TinyConfig, build_tiny
 
     _quiet()
     out = Path(cfg.output_dir)
@@ -235,16 +254,7 @@ def prepare(cfg: DemoConfig, *, log: Any = print) -> dict[str, Any]:
     # 0. A tiny Llama and a BPE tokenizer, built from a config on generated text.
     docs = pretraining_corpus(cfg.pretrain_docs, cfg.seed)
     demos = sft_records(cfg.sft_examples)
-    tok_corpus = docs + [m["content"] for r in demos for m in r["messages"]]
-    tiny = TinyConfig(
-        hidden_size=cfg.hidden_size,
-        num_layers=cfg.num_layers,
-        num_heads=4,
-        intermediate_size=4 * cfg.hidden_size,
-        vocab_size=cfg.vocab_size,
-        seed=cfg.seed,
-    )
-    model, tokenizer = build_tiny(tiny, corpus=tok_corpus, output_dir=out / "base")
+    model, tokenizer = tiny_llama(cfg, docs, demos, out / "base")
     results["parameters"] = sum(p.numel() for p in model.parameters())
     log(f"[0/3] tiny Llama: {results['parameters']:,} parameters, vocabulary {len(tokenizer)}")
 

@@ -219,7 +219,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, log: Callable[[str], Any] = 
     ``base.json`` beside it records the config it was built with) and reused after."""
     from llmgym.agents import demo
     from llmgym.agents.sft import SFTConfig, SFTTrainer, write_jsonl
-    from llmgym.agents.tiny import TinyConfig, build_tiny
 
     out = Path(out)
     final, stamp = out / "sft" / "final", out / "base.json"
@@ -230,16 +229,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, log: Callable[[str], Any] = 
     t0 = time.perf_counter()
     docs = pretraining_corpus(cfg.pretrain_docs, cfg.seed)
     demos = sft_records(cfg.sft_per_family)
-    tiny = TinyConfig(
-        hidden_size=cfg.hidden_size,
-        num_layers=cfg.num_layers,
-        num_heads=4,
-        intermediate_size=4 * cfg.hidden_size,
-        vocab_size=cfg.vocab_size,
-        seed=cfg.seed,
-    )
-    corpus = docs + [m["content"] for r in demos for m in r["messages"]]
-    build_tiny(tiny, corpus=corpus, output_dir=out / "tiny")
+    demo.tiny_llama(cfg, docs, demos, out / "tiny")
     common = {"progress": False, "torch_threads": 1, "seed": cfg.seed}
     write_jsonl(out / "data" / "pretrain.jsonl", [{"text": d} for d in docs])
     write_jsonl(out / "data" / "sft.jsonl", demos)
