@@ -63,10 +63,11 @@ def metric_names(arms: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     taken: set[str] = set()
     for arm in sorted(set(arms)):  # the same names whatever order the arms come in
-        name, n = clean_name(arm), 1
+        base = clean_name(arm)
+        name, n = base, 1
         while name in taken:
             n += 1
-            name = f"{clean_name(arm)[:60]}_{n}"
+            name = f"{base[:60]}_{n}"
         taken.add(name)
         out[arm] = name
     return out
@@ -187,12 +188,10 @@ class SchedulerConfig:
             0 < self.pause_at <= 1, "pause_at must be in (0, 1]; set 1.0 to pause only perfect arms"
         )
         need(self.min_episodes >= 1, "min_episodes must be >= 1")
-        need(self.reprobe_every >= 0, "reprobe_every must be >= 0 (0: never)")
         need(
             self.strategy != "sequential" or self.phase_steps >= 1,
             "strategy 'sequential' needs phase_steps >= 1 (steps per arm)",
         )
-        need(self.phase_steps >= 0, "phase_steps must be >= 0")
         need(
             self.order is None
             or (isinstance(self.order, list) and all(isinstance(a, str) for a in self.order)),
